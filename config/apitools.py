@@ -1,0 +1,77 @@
+"""Shared pieces of the JSON API: the error shape, body parsing, schemas for hand-parsed bodies."""
+
+import json
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Schema
+from pydantic import BaseModel, ValidationError
+
+from feedback.schemas import first_error
+
+# Schemas of bodies that views parse by hand; config.api adds them to the OpenAPI document.
+EXTRA_COMPONENTS: dict[str, Any] = {}
+
+
+class ApiError(Exception):
+    """An error answer: status, a message a person understands, the field at fault."""
+
+    def __init__(self, status: int, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+
+class ErrorOut(Schema):
+    error: str
+    field: str | None = None
+
+
+ERROR_STATUSES = {
+    400: "Malformed request (for example invalid JSON).",
+    401: "Missing or bad signature or token.",
+    403: "Not allowed.",
+    404: "No such object.",
+    409: "Conflict.",
+    413: "Body or batch too large.",
+    422: "Valid JSON that breaks a rule; `field` names the first bad field.",
+    429: "Too many requests.",
+}
+
+
+def error_responses(*statuses: int) -> dict[int, Any]:
+    return {status: ErrorOut for status in statuses}
+
+
+def json_body_schema(*models: type[BaseModel]) -> dict[str, Any]:
+    """An OpenAPI requestBody for a body parsed by hand (oneOf the models)."""
+    refs = []
+    for model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        EXTRA_COMPONENTS.update(schema.pop("$defs", {}))
+        EXTRA_COMPONENTS[model.__name__] = schema
+        refs.append({"$ref": f"#/components/schemas/{model.__name__}"})
+    body_schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": body_schema}}}}
+
+
+def read_json_body(request: HttpRequest, body: bytes | None = None) -> Any:
+    """The body as JSON, or a 400 that says what is wrong with it."""
+    raw = request.body if body is None else body
+    if not raw.strip():
+        raise ApiError(400, "the request body is empty; expected JSON")
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise ApiError(400, "the request body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def validate_model(model: type[BaseModel], data: Any) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        message, field = first_error(exc)
+        raise ApiError(422, message, field) from None

@@ -1,0 +1,59 @@
+from django.contrib import admin, messages
+
+from feedback import services
+from feedback.models import ApiToken, FeedbackItem, Source
+from feedback.signatures import secret_generate
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "kind", "is_active", "trust_weight", "created_at"]
+    list_filter = ["kind", "is_active"]
+    prepopulated_fields = {"slug": ["name"]}
+    actions = ["rotate_secret", "retire_previous_secret", "create_api_token"]
+
+    def get_changeform_initial_data(self, request):
+        return {"signing_secret": secret_generate()}
+
+    @admin.action(description="Rotate the signing secret (the old one stays valid until retired)")
+    def rotate_secret(self, request, queryset):
+        for source in queryset:
+            secret = services.source_rotate_secret(source=source)
+            self.message_user(request, f"{source}: new secret {secret} (shown once)", messages.WARNING)
+
+    @admin.action(description="Retire the previous signing secret")
+    def retire_previous_secret(self, request, queryset):
+        for source in queryset:
+            services.source_retire_previous_secret(source=source)
+        self.message_user(request, "Previous secrets retired.")
+
+    @admin.action(description="Create an API token")
+    def create_api_token(self, request, queryset):
+        for source in queryset:
+            _, raw = services.api_token_create(source=source, name=f"admin:{request.user}")
+            self.message_user(request, f"{source}: token {raw} (shown once; only its hash is stored)", messages.WARNING)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "source", "created_at", "expires_at", "revoked_at", "last_used_at"]
+    list_filter = ["source"]
+    readonly_fields = ["token_hash", "prefix", "created_at", "last_used_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False  # tokens are made with the Source action, so the raw value is shown once
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        for token in queryset.filter(revoked_at__isnull=True):
+            services.api_token_revoke(token=token)
+
+
+@admin.register(FeedbackItem)
+class FeedbackItemAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "rating", "source", "model_version", "variant", "status", "received_at"]
+    list_filter = ["kind", "status", "source", "model_version", "variant"]
+    search_fields = ["external_id", "comment", "title"]
+    list_select_related = ["source"]
+    readonly_fields = ["receipt_id", "embedding", "raw_payload"]

@@ -1,0 +1,27 @@
+from django.core.management.base import BaseCommand, CommandError
+from django.db import IntegrityError
+
+from feedback import services
+from feedback.models import Source
+
+
+class Command(BaseCommand):
+    help = "Create a source; prints its signing secret and an API token once."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--secret", help="use this whsec_ secret instead of a new random one")
+        parser.add_argument("--kind", choices=Source.Kind.values, default=Source.Kind.PRODUCT)
+
+    def handle(self, *args, name, secret, kind, **options):
+        try:
+            source, secret = services.source_create(name=name, kind=kind, secret=secret)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        except IntegrityError:
+            raise CommandError(f"a source named {name!r} exists already") from None
+        _, token = services.api_token_create(source=source, name="created with source_create")
+        self.stdout.write(f"source: {source.slug}")
+        self.stdout.write(f"webhook: /api/v1/sources/{source.slug}/events")
+        self.stdout.write(f"secret: {secret}")
+        self.stdout.write(f"token: {token}")

@@ -1,0 +1,130 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Source(models.Model):
+    """Who sends signals: a product backend, the dogfooding form, a file import."""
+
+    class Kind(models.TextChoices):
+        PRODUCT = "product", "Product backend (webhooks)"
+        DOGFOOD = "dogfood", "Dogfooding reports"
+        IMPORT = "import", "File import"
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True, help_text="Part of the webhook URL.")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.PRODUCT)
+    # Standard Webhooks secrets (whsec_<base64>). The previous secret stays
+    # valid after a rotation until it is retired, so senders can switch over.
+    signing_secret = models.CharField(max_length=200)
+    previous_signing_secret = models.CharField(max_length=200, blank=True, default="")
+    trust_weight = models.FloatField(default=1.0)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiToken(models.Model):
+    """A bearer token for the API. Only its SHA-256 is stored."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    token_hash = models.CharField(max_length=64, unique=True)
+    # The first characters, so people can tell their tokens apart.
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.source})"
+
+
+class Embedding(models.Model):
+    """One vector per distinct embedded text and model: equal texts share it."""
+
+    content_hash = models.CharField(max_length=64)
+    model_name = models.CharField(max_length=100)
+    # float32, L2-normalised, stored as raw bytes (numpy.frombuffer reads it).
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["content_hash", "model_name"], name="embedding_unique_text_model"),
+        ]
+
+
+class FeedbackItem(models.Model):
+    """One signal: a rating from the product or a dogfooding report."""
+
+    class Kind(models.TextChoices):
+        RATING = "rating", "Rating"
+        REPORT = "report", "Report"
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "Received"
+        EMBEDDED = "embedded", "Embedded"
+        ASSIGNED = "assigned", "Assigned"
+        FAILED = "failed", "Failed"
+
+    class Severity(models.TextChoices):
+        LOW = "low", "Low"
+        MEDIUM = "medium", "Medium"
+        HIGH = "high", "High"
+        CRITICAL = "critical", "Critical"
+
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="items")
+    external_id = models.CharField(max_length=255)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    rating = models.SmallIntegerField(null=True, blank=True, help_text="+1 thumbs-up, -1 thumbs-down")
+    title = models.CharField(max_length=300, blank=True, default="")
+    comment = models.TextField(blank=True, default="")
+    expected = models.TextField(blank=True, default="", help_text="Reports: what should have happened.")
+    severity = models.CharField(max_length=10, choices=Severity.choices, blank=True, default="")
+    context = models.JSONField(default=dict, blank=True)
+    model_name = models.CharField(max_length=100, blank=True, default="")
+    model_version = models.CharField(max_length=100, blank=True, default="")
+    variant = models.CharField(max_length=100, blank=True, default="")
+    surface = models.CharField(max_length=100, blank=True, default="")
+    user_ref = models.CharField(max_length=200, blank=True, default="")
+    reporter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"
+    )
+    occurred_at = models.DateTimeField()
+    received_at = models.DateTimeField(default=timezone.now)
+    raw_payload = models.JSONField(default=dict, help_text="The event as received.")
+    # Marks the rows one request inserted, so it can tell new events from
+    # duplicates after a single INSERT ... ON CONFLICT DO NOTHING.
+    receipt_id = models.UUIDField(db_index=True)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RECEIVED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    status_changed_at = models.DateTimeField(default=timezone.now)
+    embed_text = models.TextField(blank=True, default="")
+    content_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    embedding = models.ForeignKey(Embedding, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "external_id"], name="feedback_item_unique_source_external_id"),
+        ]
+        indexes = [
+            models.Index(fields=["status", "status_changed_at"], name="feedback_item_pipeline"),
+            models.Index(fields=["model_version", "occurred_at"], name="feedback_item_version_time"),
+            models.Index(fields=["-received_at", "-id"], name="feedback_item_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.external_id}"

@@ -1,0 +1,89 @@
+"""The shapes of what senders post, validated strictly.
+
+Strings must be strings and numbers numbers: a sender that posts
+``"rating": 1`` gets an error naming ``rating`` instead of a guess.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+ShortText = Annotated[str, StringConstraints(strict=True, max_length=200)]
+LongText = Annotated[str, StringConstraints(strict=True, max_length=100_000)]
+EventId = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=255)]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: LongText
+
+
+class ModelRef(BaseModel):
+    name: ShortText = ""
+    version: ShortText = ""
+
+
+class RatedContext(BaseModel):
+    """What the user rated: the conversation, the model's output, its tool calls."""
+
+    model_config = ConfigDict(extra="allow")
+
+    messages: list[Message] = Field(default_factory=list, max_length=500)
+    output: LongText | None = None
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=500)
+    metadata: dict[str, Any] | None = None
+
+
+class RatingEvent(BaseModel):
+    """One ``feedback.rating`` event. Unknown top-level fields are kept in the raw payload."""
+
+    id: EventId | None = Field(default=None, description="Idempotency key. For a single event: the webhook-id.")
+    type: Literal["feedback.rating"]
+    occurred_at: AwareDatetime
+    rating: Literal["up", "down"]
+    comment: LongText | None = None
+    model: ModelRef | None = None
+    variant: ShortText = ""
+    surface: ShortText = ""
+    user_ref: ShortText = ""
+    context: RatedContext = Field(default_factory=RatedContext)
+
+
+class EventBatch(BaseModel):
+    events: list[dict[str, Any]] = Field(description="Up to 1,000 rating events, each with its own id.")
+
+
+class ReportIn(BaseModel):
+    """A dogfooding report, from the form or ``POST /api/v1/reports``."""
+
+    id: EventId | None = Field(default=None, description="Optional idempotency key; a repeat is a duplicate.")
+    title: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=300, strip_whitespace=True)]
+    what_happened: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=100_000)]
+    expected: LongText = ""
+    severity: Literal["low", "medium", "high", "critical"] = "medium"
+    model_version: ShortText = ""
+    transcript: LongText = ""
+    occurred_at: AwareDatetime | None = None
+
+
+def error_path(loc: tuple[Any, ...], prefix: str = "") -> str:
+    """``("context", "messages", 0, "role")`` -> ``context.messages[0].role``."""
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+    """The first problem as (one-line message, json path of the field)."""
+    error = exc.errors(include_url=False)[0]
+    field = error_path(tuple(error["loc"]), prefix)
+    message = error["msg"]
+    if error["type"] == "missing":
+        message = "is required"
+    return (f"{field}: {message}" if field else message), field

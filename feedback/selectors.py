@@ -1,0 +1,40 @@
+"""Reads for the feedback app."""
+
+from django.db.models import Count, QuerySet
+from django.utils import timezone
+
+from feedback.models import ApiToken, FeedbackItem, Source
+from feedback.services import token_hash
+
+
+class TokenRefused(Exception):
+    """Why a bearer token was refused (a one-line message)."""
+
+
+def source_for_webhook(*, slug: str) -> Source | None:
+    return Source.objects.filter(slug=slug, is_active=True).first()
+
+
+def api_token_authenticate(*, raw_token: str) -> ApiToken:
+    """The live token for a raw bearer value, or TokenRefused saying why not."""
+    token = ApiToken.objects.select_related("source").filter(token_hash=token_hash(raw_token)).first()
+    if token is None:
+        raise TokenRefused("the API token is not valid")
+    if token.revoked_at is not None:
+        raise TokenRefused("the API token has been revoked")
+    if token.expires_at is not None and token.expires_at <= timezone.now():
+        raise TokenRefused("the API token has expired")
+    if not token.source.is_active:
+        raise TokenRefused("the API token's source is deactivated")
+    return token
+
+
+def pipeline_counts() -> dict[str, int]:
+    """How many items are in each pipeline state."""
+    counts = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return {status: counts.get(status, 0) for status in FeedbackItem.Status.values}
+
+
+def items_recent(*, source: Source | None = None) -> QuerySet[FeedbackItem]:
+    items = FeedbackItem.objects.select_related("source")
+    return items.filter(source=source) if source else items

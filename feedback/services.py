@@ -1,0 +1,347 @@
+"""Writes for the feedback app: sources, tokens, ingestion and the pipeline."""
+
+import hashlib
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+from pydantic import ValidationError
+
+from feedback.models import ApiToken, Embedding, FeedbackItem, Source
+from feedback.schemas import RatingEvent, ReportIn, first_error
+from feedback.signatures import secret_generate, secret_key
+
+logger = logging.getLogger(__name__)
+
+TOKEN_PREFIX = "fbk_"
+
+
+# --- Sources, secrets and tokens -------------------------------------------
+
+
+def token_hash(raw_token: str) -> str:
+    # Tokens carry 256 random bits, so a fast unsalted hash is enough: there
+    # is nothing to brute-force, and lookups stay one indexed query.
+    return hashlib.sha256(raw_token.encode()).hexdigest()
+
+
+def source_create(*, name: str, kind: str = Source.Kind.PRODUCT, secret: str | None = None) -> tuple[Source, str]:
+    """Create a source with a signing secret; returns it and the secret."""
+    secret = secret or secret_generate()
+    secret_key(secret)  # raises ValueError with a clear message on a bad secret
+    slug = slugify(name)
+    if not slug:
+        raise ValueError("a source name needs at least one letter or digit")
+    source = Source.objects.create(name=name, slug=slug, kind=kind, signing_secret=secret)
+    return source, secret
+
+
+def source_rotate_secret(*, source: Source, new_secret: str | None = None) -> str:
+    """Make a new current secret; the old one stays valid until retired."""
+    new_secret = new_secret or secret_generate()
+    secret_key(new_secret)
+    source.previous_signing_secret = source.signing_secret
+    source.signing_secret = new_secret
+    source.save(update_fields=["signing_secret", "previous_signing_secret"])
+    return new_secret
+
+
+def source_retire_previous_secret(*, source: Source) -> None:
+    source.previous_signing_secret = ""
+    source.save(update_fields=["previous_signing_secret"])
+
+
+def api_token_create(*, source: Source, name: str = "", expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+    """A new bearer token; the raw value is returned once and never stored."""
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        source=source, name=name, token_hash=token_hash(raw), prefix=raw[:12], expires_at=expires_at
+    )
+    return token, raw
+
+
+def api_token_revoke(*, token: ApiToken) -> None:
+    token.revoked_at = timezone.now()
+    token.save(update_fields=["revoked_at"])
+
+
+# --- Ingestion ---------------------------------------------------------------
+
+
+@dataclass
+class EventOutcome:
+    index: int
+    id: str | None
+    status: str  # accepted | duplicate | invalid
+    error: str | None = None
+    field: str | None = None
+
+
+@dataclass
+class IngestResult:
+    outcomes: list[EventOutcome] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for outcome in self.outcomes if outcome.status == status)
+
+
+def _rating_item(*, source: Source, event: RatingEvent, raw: dict[str, Any], receipt_id: uuid.UUID) -> FeedbackItem:
+    model = event.model
+    return FeedbackItem(
+        source=source,
+        external_id=event.id,
+        kind=FeedbackItem.Kind.RATING,
+        rating=1 if event.rating == "up" else -1,
+        comment=event.comment or "",
+        context=event.context.model_dump(mode="json", exclude_none=True),
+        model_name=model.name if model else "",
+        model_version=model.version if model else "",
+        variant=event.variant,
+        surface=event.surface,
+        user_ref=event.user_ref,
+        occurred_at=event.occurred_at,
+        raw_payload=raw,
+        receipt_id=receipt_id,
+    )
+
+
+def events_ingest(*, source: Source, events: list[Any], single_event_id: str | None = None) -> IngestResult:
+    """Validate and store rating events; each event's outcome is reported.
+
+    Invalid events are reported and skipped; the valid ones are stored in one
+    transaction with INSERT .. ON CONFLICT DO NOTHING on (source, external_id),
+    so concurrent redeliveries leave exactly one row and each learns whether
+    it was the one that stored it. Processing is queued after commit.
+    """
+    result = IngestResult()
+    receipt_id = uuid.uuid4()
+    pending: dict[str, tuple[int, FeedbackItem]] = {}
+    for index, raw in enumerate(events):
+        prefix = "" if single_event_id else f"events[{index}]"
+        if not isinstance(raw, dict):
+            where = prefix or "body"
+            result.outcomes.append(EventOutcome(index, None, "invalid", f"{where}: must be a JSON object", where))
+            continue
+        try:
+            event = RatingEvent.model_validate(raw)
+        except ValidationError as exc:
+            message, path = first_error(exc, prefix)
+            event_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+            result.outcomes.append(EventOutcome(index, event_id, "invalid", message, path))
+            continue
+        if single_event_id is not None:
+            if event.id is not None and event.id != single_event_id:
+                result.outcomes.append(
+                    EventOutcome(index, event.id, "invalid", "id: must equal the webhook-id header", "id")
+                )
+                continue
+            event.id = single_event_id
+        elif event.id is None:
+            path = f"{prefix}.id"
+            result.outcomes.append(EventOutcome(index, None, "invalid", f"{path}: is required in a batch", path))
+            continue
+        if event.id in pending:
+            result.outcomes.append(EventOutcome(index, event.id, "duplicate"))
+            continue
+        pending[event.id] = (index, _rating_item(source=source, event=event, raw=raw, receipt_id=receipt_id))
+
+    stored = items_insert_new(items=[item for _, item in pending.values()], receipt_id=receipt_id)
+    for event_id, (index, _) in pending.items():
+        result.outcomes.append(EventOutcome(index, event_id, "accepted" if event_id in stored else "duplicate"))
+    result.outcomes.sort(key=lambda outcome: outcome.index)
+    return result
+
+
+def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID) -> set[str]:
+    """Insert the items that are new; returns the external ids this call stored."""
+    if not items:
+        return set()
+    with transaction.atomic():
+        FeedbackItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=500)
+        new_rows = list(FeedbackItem.objects.filter(receipt_id=receipt_id).values_list("id", "external_id"))
+        items_enqueue_after_commit(item_ids=[item_id for item_id, _ in new_rows])
+    return {external_id for _, external_id in new_rows}
+
+
+def report_create(
+    *, source: Source, report: ReportIn, reporter=None, raw: dict[str, Any] | None = None
+) -> tuple[FeedbackItem, bool]:
+    """Store a dogfooding report; returns (item, created). A repeated id is a duplicate."""
+    receipt_id = uuid.uuid4()
+    external_id = report.id or f"report-{receipt_id}"
+    item = FeedbackItem(
+        source=source,
+        external_id=external_id,
+        kind=FeedbackItem.Kind.REPORT,
+        title=report.title,
+        comment=report.what_happened,
+        expected=report.expected,
+        severity=report.severity,
+        model_version=report.model_version,
+        context={"transcript": report.transcript} if report.transcript else {},
+        reporter=reporter,
+        occurred_at=report.occurred_at or timezone.now(),
+        raw_payload=raw if raw is not None else report.model_dump(mode="json"),
+        receipt_id=receipt_id,
+    )
+    created = bool(items_insert_new(items=[item], receipt_id=receipt_id))
+    return FeedbackItem.objects.get(source=source, external_id=external_id), created
+
+
+# --- Pipeline ----------------------------------------------------------------
+
+
+def items_enqueue(*, item_ids: list[int], batch_size: int = 256) -> bool:
+    """Queue processing; False when the broker is unreachable.
+
+    A broker outage must not fail ingestion: the items are committed and wait
+    as ``received`` until the sweeper queues them again.
+    """
+    from feedback.tasks import embed_items  # tasks import services; import here to avoid a cycle
+
+    try:
+        for start in range(0, len(item_ids), batch_size):
+            embed_items.apply_async(args=[item_ids[start : start + batch_size]], retry=False)
+    except Exception:  # any broker/transport failure: the sweeper will retry
+        logger.warning("broker unavailable; %d items wait for the sweeper", len(item_ids), exc_info=True)
+        return False
+    return True
+
+
+def items_enqueue_after_commit(*, item_ids: list[int]) -> None:
+    if item_ids:
+        transaction.on_commit(lambda: items_enqueue(item_ids=item_ids))
+
+
+def items_sweep_unprocessed(*, now: datetime | None = None) -> int:
+    """Queue again every item left ``received`` for longer than the grace period."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.SWEEPER_GRACE_SECONDS)
+    item_ids = list(
+        FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED, status_changed_at__lt=cutoff)
+        .order_by("id")
+        .values_list("id", flat=True)[:50_000]
+    )
+    if item_ids:
+        items_enqueue(item_ids=item_ids)
+    return len(item_ids)
+
+
+def embeddable_text(item: FeedbackItem) -> str:
+    """What represents an item for clustering: its words, then a short summary of the rated context.
+
+    The comment or report says what went wrong; when there is none (a bare
+    thumbs-down) the last user request and the start of the model's answer
+    are the best description of what was rated.
+    """
+    parts = [item.title, item.comment, item.expected and f"Expected: {item.expected}"]
+    context = item.context or {}
+    if not item.comment:
+        user_turns = [m.get("content", "") for m in context.get("messages", []) if m.get("role") == "user"]
+        if user_turns:
+            parts.append(f"Request: {user_turns[-1][:300]}")
+        if context.get("output"):
+            parts.append(f"Answer: {str(context['output'])[:200]}")
+    return "\n".join(" ".join(part.split()) for part in parts if part).strip()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def items_embed(*, item_ids: list[int]) -> list[int]:
+    """Derive each item's text, embed the texts not embedded yet, store the links.
+
+    Steps: re-read the items still waiting (others were done by an earlier
+    delivery of this task, or vanished); derive text and hash; embed each
+    distinct new text once; link items to their vectors; mark them embedded.
+    Returns the ids of the items that now have a vector, for assignment.
+    """
+    from feedback import embedder  # heavy (numpy, onnxruntime): only workers load it
+
+    items = list(
+        FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).only(
+            "id", "title", "comment", "expected", "context"
+        )
+    )
+    if not items:
+        return []
+    model_name = embedder.model_label()
+    for item in items:
+        item.embed_text = embeddable_text(item)
+        item.content_hash = content_hash(item.embed_text) if item.embed_text else ""
+
+    hashes = {item.content_hash: item.embed_text for item in items if item.content_hash}
+    known = set(
+        Embedding.objects.filter(content_hash__in=hashes, model_name=model_name).values_list("content_hash", flat=True)
+    )
+    missing = [h for h in hashes if h not in known]
+    if missing:
+        vectors = embedder.embed_texts([hashes[h] for h in missing])
+        Embedding.objects.bulk_create(
+            [Embedding(content_hash=h, model_name=model_name, vector=v.tobytes()) for h, v in zip(missing, vectors)],
+            ignore_conflicts=True,  # another worker may have embedded the same text meanwhile
+        )
+    embedding_ids = dict(
+        Embedding.objects.filter(content_hash__in=hashes, model_name=model_name).values_list("content_hash", "id")
+    )
+    now = timezone.now()
+    for item in items:
+        # An item with no words at all is still a signal: it is kept, marked
+        # embedded without a vector, and never clustered.
+        item.embedding_id = embedding_ids.get(item.content_hash)
+        item.status = FeedbackItem.Status.EMBEDDED
+        item.status_changed_at = now
+        item.last_error = ""
+    with transaction.atomic():
+        # Only rows still waiting are written, so a duplicate delivery that
+        # lost the race changes nothing.
+        still_waiting = set(
+            FeedbackItem.objects.select_for_update()
+            .filter(id__in=[item.id for item in items], status=FeedbackItem.Status.RECEIVED)
+            .values_list("id", flat=True)
+        )
+        to_save = [item for item in items if item.id in still_waiting]
+        FeedbackItem.objects.bulk_update(
+            to_save,
+            ["embed_text", "content_hash", "embedding", "status", "status_changed_at", "last_error"],
+            batch_size=500,
+        )
+    return [item.id for item in to_save if item.embedding_id]
+
+
+def items_record_failure(*, item_ids: list[int], error: str) -> None:
+    """Count a failed attempt; an item out of attempts shows as failed, with the error."""
+    from django.db.models import F
+
+    waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
+    waiting.update(attempts=F("attempts") + 1, last_error=error[:2000])
+    waiting.filter(attempts__gte=settings.PIPELINE_MAX_ATTEMPTS).update(
+        status=FeedbackItem.Status.FAILED, status_changed_at=timezone.now()
+    )
+
+
+def api_token_touch(*, token: ApiToken) -> None:
+    """Record when a token was last used (at most once a minute, to spare writes)."""
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        token.last_used_at = now
+        token.save(update_fields=["last_used_at"])
+
+
+DOGFOOD_FORM_SOURCE = "dogfooding-form"
+
+
+def dogfood_form_source() -> Source:
+    """The source that reports from the browser form belong to (made on first use)."""
+    source = Source.objects.filter(slug=DOGFOOD_FORM_SOURCE).first()
+    if source is None:
+        source, _ = source_create(name=DOGFOOD_FORM_SOURCE, kind=Source.Kind.DOGFOOD)
+    return source

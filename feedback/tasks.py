@@ -1,0 +1,44 @@
+"""Thin Celery tasks for the feedback pipeline: take ids, call one service."""
+
+import logging
+
+from celery import current_app, shared_task
+
+from feedback import services
+
+logger = logging.getLogger(__name__)
+
+# Assignment to categories lives in the labeling app, which builds on this one;
+# feedback names the task instead of importing it so data flows one way.
+ASSIGN_TASK = "labeling.tasks.assign_items"
+
+
+@shared_task(bind=True, max_retries=3)
+def embed_items(self, item_ids: list[int]) -> int:
+    """Embed a batch of items, then hand them to assignment.
+
+    Steps: embed (idempotent: only items still ``received`` are touched);
+    queue assignment for those that got a vector. On an error a batch is split
+    into single items so one bad item cannot hold back the others; a single
+    item is retried with backoff and ends ``failed`` once out of attempts.
+    """
+    try:
+        embedded_ids = services.items_embed(item_ids=item_ids)
+    except Exception as exc:
+        if len(item_ids) > 1:
+            logger.warning("embedding a batch of %d failed; retrying one by one", len(item_ids), exc_info=True)
+            services.items_enqueue(item_ids=item_ids, batch_size=1)
+            return 0
+        services.items_record_failure(item_ids=item_ids, error=f"{type(exc).__name__}: {exc}")
+        raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
+    if embedded_ids:
+        assign_task = current_app.tasks.get(ASSIGN_TASK)
+        if assign_task is not None:
+            assign_task.delay(embedded_ids)
+    return len(embedded_ids)
+
+
+@shared_task
+def sweep_unprocessed() -> int:
+    """Queue every item left waiting past the grace period (broker outages, lost tasks)."""
+    return services.items_sweep_unprocessed()

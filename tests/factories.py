@@ -1,0 +1,57 @@
+"""Helpers that build signed deliveries and stored rows for the tests."""
+
+import json
+import time
+import uuid
+from typing import Any
+
+from feedback import services
+from feedback.models import Source
+from feedback.signatures import sign
+
+
+def source_make(name: str = "product") -> tuple[Source, str]:
+    return services.source_create(name=name)
+
+
+def rating_event(**overrides: Any) -> dict[str, Any]:
+    event = {
+        "id": f"evt_{uuid.uuid4().hex[:12]}",
+        "type": "feedback.rating",
+        "occurred_at": "2026-11-29T12:00:00Z",
+        "rating": "down",
+        "comment": "It edited the wrong file.",
+        "model": {"name": "coder", "version": "2.1"},
+        "variant": "A",
+        "surface": "ide",
+        "user_ref": "u_123",
+        "context": {
+            "messages": [{"role": "user", "content": "Rename foo to bar in utils.py"}],
+            "output": "I renamed foo in main.py.",
+            "tool_calls": [{"name": "edit_file", "arguments": {"path": "main.py"}}],
+        },
+    }
+    event.update(overrides)
+    return event
+
+
+def signed_headers(
+    secret: str, body: bytes, *, msg_id: str | None = None, timestamp: int | None = None
+) -> dict[str, str]:
+    msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(secret=secret, msg_id=msg_id, timestamp=timestamp, body=body),
+    }
+
+
+def post_signed(client, source: Source, secret: str, payload: Any, *, msg_id: str | None = None, **kwargs):
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    if msg_id is None and isinstance(payload, dict) and "events" not in payload:
+        msg_id = payload.get("id")
+    headers = signed_headers(secret, body, msg_id=msg_id, **kwargs)
+    return client.post(
+        f"/api/v1/sources/{source.slug}/events", data=body, content_type="application/json", headers=headers
+    )
