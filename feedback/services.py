@@ -39,6 +39,8 @@ def source_create(*, name: str, kind: str = Source.Kind.PRODUCT, secret: str | N
     slug = slugify(name)
     if not slug:
         raise ValueError("a source name needs at least one letter or digit")
+    if Source.objects.filter(slug=slug).exists() or Source.objects.filter(name=name).exists():
+        raise ValueError(f"a source named {name!r} exists already")
     source = Source.objects.create(name=name, slug=slug, kind=kind, signing_secret=secret)
     return source, secret
 

@@ -1,5 +1,4 @@
 from django.core.management.base import BaseCommand, CommandError
-from django.db import IntegrityError
 
 from feedback import services
 from feedback.models import Source
@@ -18,8 +17,6 @@ class Command(BaseCommand):
             source, secret = services.source_create(name=name, kind=kind, secret=secret)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        except IntegrityError:
-            raise CommandError(f"a source named {name!r} exists already") from None
         _, token = services.api_token_create(source=source, name="created with source_create")
         self.stdout.write(f"source: {source.slug}")
         self.stdout.write(f"webhook: /api/v1/sources/{source.slug}/events")
