@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -213,9 +214,28 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
+# Clustering and assignment (figures behind the defaults: README, "Clustering").
+ASSIGN_SIMILARITY_THRESHOLD = env_float("ASSIGN_SIMILARITY_THRESHOLD", 0.55)
+CATEGORY_MATCH_SIMILARITY = env_float("CATEGORY_MATCH_SIMILARITY", 0.8)
+CLUSTER_RUN_STUCK_SECONDS = env_int("CLUSTER_RUN_STUCK_SECONDS", 15 * 60)
+
+
+def env_crontab(name: str, default: str) -> crontab:
+    raw = env_str(name, default)
+    fields = raw.split()
+    if len(fields) != 5:
+        raise ImproperlyConfigured(f"{name} must be a cron expression with 5 fields, got {raw!r}")
+    minute, hour, day_of_month, month_of_year, day_of_week = fields
+    return crontab(minute, hour, day_of_week, day_of_month, month_of_year)
+
+
 CELERY_BEAT_SCHEDULE = {
     "sweep-unprocessed-items": {
         "task": "feedback.tasks.sweep_unprocessed",
         "schedule": float(env_int("SWEEPER_INTERVAL_SECONDS", 60)),
+    },
+    "nightly-clustering": {
+        "task": "labeling.tasks.scheduled_clustering",
+        "schedule": env_crontab("CLUSTER_SCHEDULE_CRON", "30 2 * * *"),
     },
 }

@@ -4,6 +4,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from feedback.models import ApiToken, FeedbackItem, Source
+from feedback.vector_index import Neighbour
 from feedback.services import token_hash
 
 
@@ -38,3 +39,20 @@ def pipeline_counts() -> dict[str, int]:
 def items_recent(*, source: Source | None = None) -> QuerySet[FeedbackItem]:
     items = FeedbackItem.objects.select_related("source")
     return items.filter(source=source) if source else items
+
+
+def similar_items(*, item_id: int | None = None, text: str | None = None, k: int = 10) -> list[Neighbour]:
+    """The k items most similar to an item or to a text, best first."""
+    from feedback.vector_index import shared_index
+
+    index = shared_index()
+    if item_id is not None:
+        query = index.vector_of_item(item_id)
+        if query is None:
+            return []
+        return index.search(query, k=k, exclude_item=item_id)
+    if text is None or not text.strip():
+        return []
+    from feedback import embedder
+
+    return index.search(embedder.embed_texts([text])[0], k=k)

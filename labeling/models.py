@@ -1,0 +1,96 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+
+
+class ClusterRun(models.Model):
+    """One clustering pass: parameters, progress, counts and quality figures."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    class Trigger(models.TextChoices):
+        COMMAND = "command", "Command"
+        REVIEWER = "reviewer", "Reviewer"
+        SCHEDULE = "schedule", "Schedule"
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # True while queued or running, NULL after: a unique column where NULLs do
+    # not collide, so the database itself refuses a second active run.
+    active = models.BooleanField(null=True, default=True, unique=True)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    params = models.JSONField(default=dict)
+    progress = models.FloatField(default=0.0)
+    stage = models.CharField(max_length=100, blank=True, default="")
+    counts = models.JSONField(default=dict)
+    quality = models.JSONField(default=dict)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Run {self.id} ({self.status})"
+
+
+class Category(models.Model):
+    """A failure category. Reviewer decisions are never undone by a re-run."""
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        CONFIRMED = "confirmed", "Confirmed"
+        MERGED = "merged", "Merged"
+        ARCHIVED = "archived", "Archived"
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    keywords = models.JSONField(default=list)
+    # Item ids closest to the centroid, best first.
+    representative_ids = models.JSONField(default=list)
+    # float32, L2-normalised, raw bytes.
+    centroid = models.BinaryField(null=True)
+    size = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from")
+    # Set when a person named or described it: a re-run then keeps the text.
+    named_by_reviewer = models.BooleanField(default=False)
+    created_by_run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-size", "id"]
+        verbose_name_plural = "categories"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Assignment(models.Model):
+    """Which category an item belongs to, how sure, and who decided."""
+
+    class By(models.TextChoices):
+        MODEL = "model", "Model"
+        REVIEWER = "reviewer", "Reviewer"
+
+    item = models.OneToOneField(FeedbackItem, on_delete=models.CASCADE, related_name="assignment")
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="assignments")
+    confidence = models.FloatField(null=True, blank=True, help_text="Cosine similarity to the category centroid.")
+    assigned_by = models.CharField(max_length=10, choices=By.choices, default=By.MODEL)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["category", "assigned_by"], name="assignment_category_by")]
