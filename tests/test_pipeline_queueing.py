@@ -3,6 +3,7 @@
 import time
 from datetime import timedelta
 
+import kombu.pools
 import pytest
 from django.utils import timezone
 
@@ -12,17 +13,22 @@ from feedback.models import FeedbackItem
 from tests.factories import post_signed, rating_event, source_make
 
 
+def reset_connections():
+    celery_app.pool.force_close_all()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    kombu.pools.reset()
+
+
 @pytest.fixture
 def broker_down():
     """Point Celery at a port where nothing listens, as when Redis is stopped."""
     saved_url = celery_app.conf.broker_url
     celery_app.conf.broker_url = "redis://127.0.0.1:1/0"
-    celery_app.pool.force_close_all()
-    celery_app._pool = None
+    reset_connections()
     yield
     celery_app.conf.broker_url = saved_url
-    celery_app.pool.force_close_all()
-    celery_app._pool = None
+    reset_connections()
 
 
 @pytest.mark.django_db(transaction=True)

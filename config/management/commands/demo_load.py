@@ -1,0 +1,125 @@
+"""Load the seeded demo corpus: ratings for "coder" from its backend, and dogfooding reports.
+
+The corpus itself lives in config/demo_corpus.py; this command turns its
+payloads into rows exactly as the webhook and the report API would, and
+inserts them in chunks through the same service, so a load is idempotent
+(equal external ids are duplicates) and queues processing after commit.
+"""
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.utils import timezone
+
+from config import demo_corpus
+from config.demo_corpus import DemoSignal
+from feedback import services
+from feedback.models import FeedbackItem, Source
+from feedback.schemas import RatingEvent, ReportIn
+
+CHUNK_SIZE = 500
+
+
+class Command(BaseCommand):
+    help = "Load a seeded, deterministic demo corpus of ratings and dogfooding reports for a coding agent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--count", type=int, default=2400, help="how many signals (default 2400)")
+        parser.add_argument("--seed", type=int, default=7, help="the same seed always gives the same corpus")
+        parser.add_argument(
+            "--if-empty", action="store_true", help="do nothing when any feedback item exists already"
+        )
+
+    def handle(self, *args, count, seed, if_empty, **options):
+        if count < 1:
+            raise CommandError("--count must be at least 1")
+        if if_empty:
+            existing = FeedbackItem.objects.count()
+            if existing:
+                self.stdout.write(f"demo_load: {existing} feedback items exist already; nothing loaded (--if-empty)")
+                return
+        started = time.monotonic()
+        signals = demo_corpus.generate(count=count, seed=seed, anchor=demo_corpus.anchor_for(timezone.now()))
+        with transaction.atomic():
+            stored = signals_store(signals)
+        self.stdout.write(summary_line(signals, stored=stored, seed=seed, seconds=time.monotonic() - started))
+
+
+def signals_store(signals: Sequence[DemoSignal]) -> int:
+    """Insert the signals that are new; returns how many were."""
+    product = Source.objects.filter(name=demo_corpus.PRODUCT_SOURCE_NAME).first()
+    if product is None:
+        product, _ = services.source_create(name=demo_corpus.PRODUCT_SOURCE_NAME, kind=Source.Kind.PRODUCT)
+    builders = (
+        (product, "rating", rating_item),
+        (services.dogfood_form_source(), "report", report_item),
+    )
+    stored = 0
+    for source, kind, build in builders:
+        payloads = [signal.payload for signal in signals if signal.kind == kind]
+        for chunk in _chunks(payloads, CHUNK_SIZE):
+            # A fresh receipt per chunk: items_insert_new tells new rows from
+            # duplicates by it, so it must never repeat between loads.
+            receipt_id = uuid.uuid4()
+            items = [build(source=source, payload=payload, receipt_id=receipt_id) for payload in chunk]
+            stored += len(services.items_insert_new(items=items, receipt_id=receipt_id))
+    return stored
+
+
+def rating_item(*, source: Source, payload: dict, receipt_id: uuid.UUID) -> FeedbackItem:
+    """The row the webhook stores for this event (validated by the same schema)."""
+    event = RatingEvent.model_validate(payload)
+    return FeedbackItem(
+        source=source,
+        external_id=event.id,
+        kind=FeedbackItem.Kind.RATING,
+        rating=1 if event.rating == "up" else -1,
+        comment=event.comment or "",
+        context=event.context.model_dump(mode="json", exclude_none=True),
+        model_name=event.model.name,
+        model_version=event.model.version,
+        variant=event.variant,
+        surface=event.surface,
+        user_ref=event.user_ref,
+        occurred_at=event.occurred_at,
+        raw_payload=payload,
+        receipt_id=receipt_id,
+    )
+
+
+def report_item(*, source: Source, payload: dict, receipt_id: uuid.UUID) -> FeedbackItem:
+    """The row services.report_create stores for this report."""
+    report = ReportIn.model_validate(payload)
+    return FeedbackItem(
+        source=source,
+        external_id=report.id,
+        kind=FeedbackItem.Kind.REPORT,
+        title=report.title,
+        comment=report.what_happened,
+        expected=report.expected,
+        severity=report.severity,
+        model_version=report.model_version,
+        context={"transcript": report.transcript} if report.transcript else {},
+        occurred_at=report.occurred_at,
+        raw_payload=payload,
+        receipt_id=receipt_id,
+    )
+
+
+def summary_line(signals: Sequence[DemoSignal], *, stored: int, seed: int, seconds: float) -> str:
+    counts = demo_corpus.summarize(signals)
+    kinds = ", ".join(f"{kind} {counts['kinds'][kind]}" for kind in ("rating", "report"))
+    ratings = ", ".join(f"{rating} {counts['ratings'][rating]}" for rating in ("up", "down"))
+    versions = ", ".join(f"{demo_corpus.MODEL_NAME}-{v} {counts['versions'][v]}" for v in demo_corpus.VERSIONS)
+    return (
+        f"demo_load: {len(signals)} signals (seed {seed}), {stored} new | {kinds} | {ratings} | "
+        f"{len(counts['themes'])} themes | {versions} | {seconds:.1f}s"
+    )
+
+
+def _chunks(values: Sequence, size: int) -> Iterator[Sequence]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]

@@ -1,0 +1,398 @@
+"""Clustering of feedback vectors into failure categories.
+
+Pure numpy / scikit-learn / scipy, no Django: the cluster-run service calls
+it, and the benchmarks in bench/ call it on their own.
+
+How `cluster_vectors` works, and why:
+
+1. Over-cluster. k-means splits the items into many small micro-clusters
+   (about `items_per_micro_cluster` items each, at most
+   `max_micro_clusters`). This is the only step that touches every item, so
+   it is what makes 100,000 items feasible: plain Ward on the items is
+   O(n^2) in memory and time.
+2. Merge. Ward agglomeration of the micro-clusters, weighted by their sizes:
+   Ward's merge cost depends only on the groups' sizes and means, so this is
+   exactly Ward on the items, started from the micro-clusters. Merging stops
+   at a distance threshold, which is how the number of categories is chosen
+   without being told k.
+3. Refine. A few spherical k-means steps from the merged centroids move the
+   items that the micro-clusters put on the wrong side of a boundary.
+4. Leave out what fits nowhere. Clusters smaller than `min_cluster_size` are
+   dissolved, and any item whose cosine similarity to its centroid is below
+   `min_similarity` is left unassigned (label -1) rather than forced into a
+   category.
+
+The merge threshold is scale-independent: Ward's distance between two groups
+is sqrt(2 * n_a * n_b / (n_a + n_b)) * |mean_a - mean_b|, so it grows with
+the square root of the group sizes, and a fixed threshold would find ever more
+categories as items accumulate. We divide it by sqrt(n), i.e. a merge is
+refused when it would raise the mean squared distance of *all* items to their
+centroids by more than threshold^2 / 2. Sampling the same kind of feedback at
+3,000 or 100,000 items then gives about the same categories.
+
+Defaults were tuned on banking77 train.csv and checked on test.csv and on
+synthetic data at 100,000 items; see bench/cluster_quality.py and
+bench/cluster_scale.py.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+DIMENSIONS = 384
+
+# Default cosine similarity an item needs to its nearest category centroid to
+# be sorted into it between cluster runs (`assign_to_nearest`). Measured on
+# banking77 (clusters fitted on train.csv, test.csv items assigned to the
+# nearest centroid): see bench/cluster_quality.py --assignment.
+ASSIGN_THRESHOLD = 0.55
+
+# Below this many items k-means runs as exact Lloyd iterations in well under
+# a few seconds; above it, mini-batches keep 100,000 items to seconds.
+_EXACT_KMEANS_MAX_ITEMS = 20_000
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    """Tunable settings of `cluster_vectors` (stored with each cluster run)."""
+
+    # Fewer failure signals than this are not worth clustering yet.
+    min_items: int = 20
+    # Granularity of the over-clustering step: small enough that a
+    # micro-cluster rarely straddles two categories, big enough that the
+    # merge step stays cheap.
+    items_per_micro_cluster: int = 10
+    max_micro_clusters: int = 2000
+    # Ward merge threshold per square root of the number of items (see the
+    # module docstring); larger merges more, so fewer categories.
+    merge_threshold: float = 0.05
+    # Spherical k-means passes after merging.
+    refine_iterations: int = 2
+    # Clusters smaller than this are dissolved; their items go to the nearest
+    # remaining cluster if they are similar enough, else stay unassigned.
+    min_cluster_size: int = 5
+    # Items less cosine-similar than this to their centroid are unassigned.
+    min_similarity: float = 0.5
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    labels: np.ndarray  # (n,) int64, cluster index or -1 for unassigned
+    centroids: np.ndarray  # (k, d) float32, L2-normalised mean of each cluster's items
+    sizes: np.ndarray  # (k,) int64, items per cluster
+    similarity: np.ndarray  # (n,) float32, cosine to own centroid (to the nearest one if unassigned)
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.centroids)
+
+    @property
+    def n_unassigned(self) -> int:
+        return int((self.labels < 0).sum())
+
+
+def cluster_vectors(
+    vectors: np.ndarray,
+    *,
+    params: ClusterParams | None = None,
+    random_state: int = 0,
+    progress: Callable[[float], None] | None = None,
+) -> ClusterResult:
+    """Cluster vectors into categories, choosing their number; -1 = unassigned.
+
+    Steps: over-cluster with k-means; Ward-merge the micro-clusters up to the
+    scale-independent threshold; refine with spherical k-means; dissolve tiny
+    clusters and unassign items far from their centroid. `progress` gets the
+    share done, from 0.0 to 1.0.
+    """
+    params = params or ClusterParams()
+    report = progress or (lambda share: None)
+    x = _unit_rows(vectors)
+    n = len(x)
+    if n == 0:
+        return _result(x, np.zeros(0, dtype=np.int64), 0)
+    report(0.0)
+
+    micro, means, sizes = _micro_clusters(x, params, random_state)
+    report(0.7)
+    group_of_micro = _ward_groups(means, sizes, threshold=params.merge_threshold * math.sqrt(n))
+    labels = group_of_micro[micro]
+    report(0.85)
+
+    for _ in range(params.refine_iterations):
+        labels = _nearest(x, _centroids(x, labels))[0]
+        labels = _compact(labels)
+    labels = _drop_small_clusters(x, labels, params)
+    labels = _compact(labels)
+    result = _result(x, labels, int(labels.max()) + 1 if (labels >= 0).any() else 0)
+    report(1.0)
+    return result
+
+
+def match_clusters(
+    new_centroids: np.ndarray, existing_centroids: np.ndarray, *, min_similarity: float
+) -> dict[int, int]:
+    """One-to-one map of new cluster index -> existing category index.
+
+    Hungarian matching on cosine similarity maximises the total similarity,
+    so two new clusters never claim the same category; pairs less similar
+    than `min_similarity` are left out (the new cluster becomes a new
+    category, the old one gets no successor).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if len(new_centroids) == 0 or len(existing_centroids) == 0:
+        return {}
+    similarity = _unit_rows(new_centroids) @ _unit_rows(existing_centroids).T
+    rows, cols = linear_sum_assignment(similarity, maximize=True)
+    return {int(r): int(c) for r, c in zip(rows, cols) if similarity[r, c] >= min_similarity}
+
+
+def assign_to_nearest(
+    vectors: np.ndarray, centroids: np.ndarray, *, threshold: float = ASSIGN_THRESHOLD
+) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the most cosine-similar centroid per vector, and that similarity.
+
+    The index is -1 where the best similarity is below `threshold`: an item
+    that resembles no category waits for the next cluster run instead.
+    """
+    x = _unit_rows(vectors)
+    if len(centroids) == 0:
+        return np.full(len(x), -1, dtype=np.int64), np.zeros(len(x), dtype=np.float32)
+    index, similarity = _nearest(x, _unit_rows(centroids))
+    index[similarity < threshold] = -1
+    return index, similarity
+
+
+def representatives(
+    vectors: np.ndarray, labels: np.ndarray, centroids: np.ndarray, *, n: int = 5
+) -> dict[int, list[int]]:
+    """Indices of the (up to) n items of each cluster closest to its centroid."""
+    x = _unit_rows(vectors)
+    labels = np.asarray(labels)
+    out: dict[int, list[int]] = {}
+    for cluster, centroid in enumerate(_unit_rows(centroids)):
+        members = np.flatnonzero(labels == cluster)
+        similarity = x[members] @ centroid
+        # Stable sort: ties keep item order, so the choice is reproducible.
+        out[cluster] = members[np.argsort(-similarity, kind="stable")[:n]].tolist()
+    return out
+
+
+def describe_clusters(texts: list[str], labels: np.ndarray, *, top_n: int = 8) -> dict[int, list[str]]:
+    """Keywords per cluster by class-based TF-IDF (c-TF-IDF, as in BERTopic).
+
+    Each cluster's texts are joined into one document. A term scores by its
+    frequency in the cluster (normalised by the cluster's word count) times
+    log(1 + average words per cluster / the term's frequency over all
+    clusters), so words common everywhere ("the model", "it") sink and words
+    that mark one cluster rise. Unassigned items (-1) take no part.
+    """
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    labels = np.asarray(labels)
+    clusters = sorted(int(c) for c in set(labels.tolist()) if c >= 0)
+    if not clusters:
+        return {}
+    documents = [" ".join(texts[i] for i in np.flatnonzero(labels == c)) for c in clusters]
+    vectorizer = CountVectorizer(stop_words="english", ngram_range=(1, 2))
+    try:
+        counts = vectorizer.fit_transform(documents).toarray().astype(np.float64)
+    except ValueError:  # only stop words or empty texts: nothing to say
+        return {c: [] for c in clusters}
+    terms = vectorizer.get_feature_names_out()
+    words_per_cluster = counts.sum(axis=1, keepdims=True)
+    tf = counts / np.maximum(words_per_cluster, 1)
+    idf = np.log(1 + words_per_cluster.mean() / counts.sum(axis=0))
+    scores = tf * idf
+    out: dict[int, list[str]] = {}
+    for row, cluster in enumerate(clusters):
+        order = np.argsort(-scores[row], kind="stable")
+        out[cluster] = [str(terms[i]) for i in order[:top_n] if scores[row, i] > 0]
+    return out
+
+
+def name_from_keywords(keywords: list[str], *, max_terms: int = 3) -> str:
+    """A short readable name from c-TF-IDF keywords, e.g. "Card arrive / Still arrived".
+
+    Takes keywords in order, skipping any whose words are all already used by
+    a term taken before (so not both "card" and "card arrived"); a bigram
+    that contains an earlier single word replaces it, as it says more.
+    """
+    chosen: list[str] = []
+    for keyword in keywords:
+        words = set(keyword.split())
+        if any(words <= set(taken.split()) for taken in chosen):
+            continue
+        # "card" then "card arrived": keep the more specific bigram only.
+        chosen = [taken for taken in chosen if not set(taken.split()) <= words]
+        chosen.append(keyword)
+        if len(chosen) == max_terms:
+            break
+    if not chosen:
+        return "Unnamed cluster"
+    return " / ".join(_capitalise(term) for term in chosen)
+
+
+# --- Steps of cluster_vectors -------------------------------------------------------
+
+
+def _micro_clusters(x: np.ndarray, params: ClusterParams, random_state: int):
+    """Labels of the micro-clusters per item, their means (not normalised) and sizes."""
+    n = len(x)
+    m = min(n, params.max_micro_clusters, max(n // params.items_per_micro_cluster, 1))
+    if m >= n or n <= params.min_cluster_size:
+        # Few items: every item is its own micro-cluster, i.e. exact Ward.
+        micro = np.arange(n)
+    else:
+        from sklearn.cluster import KMeans, MiniBatchKMeans
+
+        # Random (not k-means++) seeding: k-means++ costs more than the whole
+        # rest at thousands of centres, and the merge step repairs a poor
+        # start anyway.
+        if n <= _EXACT_KMEANS_MAX_ITEMS:
+            model = KMeans(m, init="random", n_init=1, random_state=random_state)
+        else:
+            model = MiniBatchKMeans(m, init="random", n_init=1, batch_size=4096, random_state=random_state)
+        micro = _compact(model.fit_predict(x))
+    sizes = np.bincount(micro)
+    means = np.zeros((len(sizes), x.shape[1]), dtype=np.float64)
+    np.add.at(means, micro, x)
+    means /= sizes[:, None]
+    return micro, means, sizes
+
+
+def _ward_groups(means: np.ndarray, sizes: np.ndarray, *, threshold: float) -> np.ndarray:
+    """Group index per micro-cluster after size-weighted Ward merging up to `threshold`.
+
+    Nearest-neighbour-chain algorithm: follow nearest neighbours until two
+    groups are each other's nearest, merge them, go on. Ward is "reducible"
+    (a merged group is never closer to a third group than the nearer of its
+    parts was), so reciprocal nearest neighbours can be merged at once, and a
+    group whose nearest neighbour is beyond the threshold is final: nothing
+    can come closer later. That makes the whole merge O(m^2) distance
+    evaluations, one row at a time, without an m x m matrix.
+    """
+    m = len(sizes)
+    mean = means.astype(np.float64).copy()
+    size = sizes.astype(np.float64).copy()
+    sq_norm = np.einsum("ij,ij->i", mean, mean)
+    open_ = np.ones(m, dtype=bool)  # still able to merge
+    parent = np.arange(m)  # micro-cluster -> the slot its group lives in
+    limit = threshold**2
+    chain: list[int] = []
+    while open_.sum() > 1:
+        if not chain:
+            chain.append(int(np.argmax(open_)))
+        a = chain[-1]
+        # Squared Ward distance: 2 n_a n_b / (n_a + n_b) * |mean_a - mean_b|^2.
+        gap = np.maximum(sq_norm + sq_norm[a] - 2 * (mean @ mean[a]), 0)
+        cost = 2 * size * size[a] / (size + size[a]) * gap
+        cost[~open_] = np.inf
+        cost[a] = np.inf
+        b = int(np.argmin(cost))
+        if cost[b] > limit:
+            open_[a] = False  # a's group is final
+            chain.clear()  # the chain was built on a; start afresh
+            continue
+        if len(chain) > 1 and cost[chain[-2]] <= cost[b]:
+            b = chain[-2]  # reciprocal nearest neighbours (ties favour the chain)
+            del chain[-2:]
+            mean[a] = (size[a] * mean[a] + size[b] * mean[b]) / (size[a] + size[b])
+            sq_norm[a] = mean[a] @ mean[a]
+            size[a] += size[b]
+            open_[b] = False
+            parent[parent == b] = a
+        else:
+            chain.append(b)
+    return _compact(parent)
+
+
+def _drop_small_clusters(x: np.ndarray, labels: np.ndarray, params: ClusterParams) -> np.ndarray:
+    """Dissolve clusters under min_cluster_size, then unassign loose items.
+
+    Items of a dissolved cluster move to the nearest remaining centroid;
+    every item less similar than min_similarity to its centroid becomes -1.
+    """
+    counts = np.bincount(labels[labels >= 0], minlength=int(labels.max()) + 1)
+    keep = np.flatnonzero(counts >= params.min_cluster_size)
+    if len(keep) == 0:
+        return np.full(len(x), -1, dtype=np.int64)
+    centroids = _centroids(x, labels)[keep]
+    index, similarity = _nearest(x, centroids)
+    labels = np.where(np.isin(labels, keep), labels, keep[index])
+    own = np.einsum("ij,ij->i", x, _centroids(x, labels)[labels])
+    labels[own < params.min_similarity] = -1
+    return labels
+
+
+# --- Small helpers ------------------------------------------------------------------
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """float32 rows of length 1 (zero rows stay zero)."""
+    x = np.asarray(vectors, dtype=np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"expected a 2-d array of vectors, got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+def _compact(labels: np.ndarray) -> np.ndarray:
+    """Renumber labels 0..k-1 in order of first appearance; -1 stays -1."""
+    labels = np.asarray(labels, dtype=np.int64)
+    out = np.full(len(labels), -1, dtype=np.int64)
+    assigned = labels >= 0
+    _, first, inverse = np.unique(labels[assigned], return_index=True, return_inverse=True)
+    # Order of first appearance, not of old label value: deterministic and
+    # independent of how earlier steps happened to number things.
+    rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+    out[assigned] = rank[inverse]
+    return out
+
+
+def _centroids(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """L2-normalised mean per label 0..max(labels); -1 items ignored."""
+    k = int(labels.max()) + 1 if len(labels) else 0
+    sums = np.zeros((k, x.shape[1]), dtype=np.float64)
+    assigned = labels >= 0
+    np.add.at(sums, labels[assigned], x[assigned])
+    return _unit_rows(sums)
+
+
+def _nearest(x: np.ndarray, centroids: np.ndarray, chunk: int = 16_384) -> tuple[np.ndarray, np.ndarray]:
+    """Most similar centroid per row and the cosine, in chunks to bound memory."""
+    index = np.empty(len(x), dtype=np.int64)
+    similarity = np.empty(len(x), dtype=np.float32)
+    c = centroids.astype(np.float32)
+    for start in range(0, len(x), chunk):
+        s = x[start : start + chunk] @ c.T
+        best = np.argmax(s, axis=1)
+        index[start : start + chunk] = best
+        similarity[start : start + chunk] = s[np.arange(len(best)), best]
+    return index, similarity
+
+
+def _result(x: np.ndarray, labels: np.ndarray, k: int) -> ClusterResult:
+    centroids = _centroids(x, labels) if k else np.zeros((0, x.shape[1]), dtype=np.float32)
+    if k:
+        _, similarity = _nearest(x, centroids)
+        assigned = labels >= 0
+        similarity[assigned] = np.einsum("ij,ij->i", x[assigned], centroids[labels[assigned]])
+    else:
+        similarity = np.zeros(len(x), dtype=np.float32)
+    return ClusterResult(
+        labels=labels.astype(np.int64),
+        centroids=centroids.astype(np.float32),
+        sizes=np.bincount(labels[labels >= 0], minlength=k).astype(np.int64),
+        similarity=similarity.astype(np.float32),
+    )
+
+
+def _capitalise(term: str) -> str:
+    return re.sub(r"^\w", lambda match: match.group(0).upper(), term)

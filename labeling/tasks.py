@@ -1,0 +1,27 @@
+"""Thin Celery tasks for the labeling app."""
+
+from celery import shared_task
+
+from labeling import services
+from labeling.models import ClusterRun
+
+
+@shared_task
+def assign_items(item_ids: list[int]) -> int:
+    """Sort newly embedded items into the nearest category (or leave them for the next run)."""
+    return services.items_assign(item_ids=item_ids)
+
+
+@shared_task
+def run_clustering(run_id: int) -> None:
+    """Execute one queued cluster run (steps: labeling.services.cluster_run_execute)."""
+    services.cluster_run_execute(run_id=run_id)
+
+
+@shared_task
+def scheduled_clustering() -> int | None:
+    """The nightly run; skipped quietly while another run is going."""
+    try:
+        return services.cluster_run_start(trigger=ClusterRun.Trigger.SCHEDULE).id
+    except services.RunAlreadyActive:
+        return None
