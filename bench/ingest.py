@@ -658,6 +658,16 @@ def py_spy_report(raw_path: Path, title: str, requests: int, top: int = 15) -> N
 # --- cProfile (in-process, the same WSGI application) ---------------------------------
 
 
+def package_of(path: str, func: str) -> str:
+    """A profile entry's package: django, ninja, psycopg, feedback, the standard library..."""
+    if path == "~":  # a built-in: name it by what it is
+        return "builtins (" + (func.split(" of ")[0].strip("<>").replace("method ", "").replace("built-in ", "")) + ")"
+    for marker in ("site-packages/", str(ROOT) + "/"):
+        if marker in path:
+            return path.split(marker, 1)[1].split("/", 1)[0].removesuffix(".py")
+    return "python stdlib"
+
+
 def call_wsgi(app, delivery: Delivery) -> tuple[int, bytes]:
     status_line: list[str] = []
 
@@ -733,6 +743,16 @@ def inprocess_run(app, deliveries: list[Delivery], title: str, top: int = 15) ->
     print("  top 8 by own time (psycopg's wait = waiting for PostgreSQL):")
     for (path, line, func), (cc, nc, tt, ct, _callers) in sorted(entries, key=lambda kv: kv[1][2], reverse=True)[:8]:
         print(f"    {nc:>10} {tt:8.3f} {ct:8.3f} {1000 * tt / n:8.3f}  {label(path, line, func)}")
+
+    by_package: Counter[str] = Counter()
+    for (path, _line, func), (_cc, _nc, tt, _ct, _callers) in entries:
+        if func == "wait" and "psycopg/connection.py" in path:
+            by_package["(waiting for PostgreSQL)"] += tt
+        else:
+            by_package[package_of(path, func)] += tt
+    print("  own time by package (where the CPU goes; the profiler inflates pure-Python code the most):")
+    for package, seconds in by_package.most_common(10):
+        print(f"    {1000 * seconds / n:8.3f} ms/req  {100 * seconds / elapsed:5.1f}%  {package}")
 
     def cumtime(func: str, path_part: str) -> float:
         return max((v[3] for (path, _l, f), v in entries if f == func and path_part in path), default=0.0)
