@@ -33,7 +33,7 @@ run: export DEBUG ?= 1
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py ensure_admin
-	$(PY) manage.py demo_load --if-empty
+	$(PY) manage.py demo_load --if-empty --process
 	$(PY) manage.py run_stack
 
 test: install-dev

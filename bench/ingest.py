@@ -8,17 +8,23 @@ What it does, in order (design.md, "Measured on this kind of machine"):
 
 1. creates a fresh PostgreSQL database (``bench_ingest``), uses Redis db 15 as
    the broker (flushed before and after), migrates, creates one source;
-2. starts ``gunicorn config.wsgi -w 2`` on a free 127.0.0.1 port and waits for it;
+2. starts ``gunicorn config.wsgi -w 2`` (``--threads N``: gthread workers) on a
+   free 127.0.0.1 port and waits for it;
 3. warms every worker up with a few signed requests (not timed);
 4. phase 1: N signed single-event requests (default 3,000), phase 2: B batches
    of 500 events (default 40): all bodies are built and signed before the
    clock starts; a few keep-alive-capable raw-socket connections (asyncio)
    send them, so the client stays light on a 2-core machine;
 5. after each phase checks that every answer was 202 and that the database
-   holds exactly the events sent, and fails loudly otherwise;
+   holds exactly the events sent, and fails loudly otherwise; prints how many
+   item ids reached the broker, and the CPU each event cost in the gunicorn
+   workers, the PostgreSQL backends and the client (from /proc): on a machine
+   that other work keeps busy these figures are steadier than the rates;
 6. with ``--profile``: samples the gunicorn workers with py-spy during each
-   phase (when py-spy is installed), then runs the same view in-process under
-   cProfile, and prints the top cumulative entries and a short breakdown;
+   phase (when py-spy is installed: ``.venv/bin/pip install py-spy==0.4.3``;
+   without it only cProfile runs), then runs the same WSGI application
+   in-process, timed plainly and under cProfile, and prints the SQL of one
+   request, the top cumulative entries and a short breakdown;
 7. stops gunicorn, drops the database and flushes Redis db 15, even on error.
 
 Every request goes to 127.0.0.1, the counts are fixed and a global timeout
@@ -492,7 +498,8 @@ class Server:
             [
                 sys.executable, "-m", "gunicorn", "config.wsgi",
                 "-w", str(workers), "-b", f"127.0.0.1:{port}",
-                "--threads", str(threads),
+                # Explicit, so a gunicorn.conf.py in the project cannot change what is measured.
+                "--worker-class", "gthread" if threads > 1 else "sync", "--threads", str(threads),
                 "--log-level", "warning", "--timeout", "60", "--graceful-timeout", "5",
             ],
             cwd=ROOT,

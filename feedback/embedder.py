@@ -40,26 +40,29 @@ DEFAULT_BACKEND = "onnx-int8"
 # Bump when the export or quantisation recipe changes, so that a stale cached
 # file is never mistaken for the new one.
 _EXPORT_RECIPE = "v1"
-# Caps the padded tokens per model call: a batch of 256 texts at the full 256
-# tokens would need gigabytes for the attention scores alone.
+# Caps the padded tokens per model call: 256 texts of the full 256 tokens
+# would need 0.8 GB for each layer's attention scores alone.
 _MAX_BATCH_TOKENS = 16_384
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 Encoder = Callable[[list[str], int], np.ndarray]
-_encoders: dict[str, Encoder] = {}
+# Keyed by process id as well as backend: a child forked from a process that
+# holds a model (Celery's prefork pool, multiprocessing) must load its own,
+# since the parent's onnxruntime thread pool does not exist in the child. The
+# inherited entry is left alone: destroying it in the child would wait forever
+# for those threads.
+_encoders: dict[tuple[int, str], Encoder] = {}
 _encoders_lock = threading.Lock()
 
 
-def _forget_encoders_after_fork() -> None:
-    # onnxruntime and torch thread pools do not survive a fork (Celery's
-    # prefork pool): a child loads its own model on first use.
+def _new_lock_after_fork() -> None:
+    # The lock may have been held by another thread at the moment of the fork.
     global _encoders_lock
-    _encoders.clear()
     _encoders_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_encoders_after_fork)
+os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 def backend_name() -> str:
@@ -96,13 +99,14 @@ def embed_texts(texts: Sequence[str], *, batch_size: int = 256) -> np.ndarray:
 
 
 def _encoder(backend: str) -> Encoder:
-    encoder = _encoders.get(backend)
+    key = (os.getpid(), backend)
+    encoder = _encoders.get(key)
     if encoder is None:
         with _encoders_lock:
-            encoder = _encoders.get(backend)
+            encoder = _encoders.get(key)
             if encoder is None:
                 encoder = _load_onnx_int8() if backend == "onnx-int8" else _load_torch()
-                _encoders[backend] = encoder
+                _encoders[key] = encoder
     return encoder
 
 

@@ -94,7 +94,8 @@ class IngestResult:
         return sum(1 for outcome in self.outcomes if outcome.status == status)
 
 
-def _rating_item(*, source: Source, event: RatingEvent, raw: dict[str, Any], receipt_id: uuid.UUID) -> FeedbackItem:
+def rating_item_build(*, source: Source, event: RatingEvent, raw: dict[str, Any], receipt_id: uuid.UUID) -> FeedbackItem:
+    """The row for a validated rating event (not saved)."""
     model = event.model
     return FeedbackItem(
         source=source,
@@ -152,7 +153,7 @@ def events_ingest(*, source: Source, events: list[Any], single_event_id: str | N
         if event.id in pending:
             result.outcomes.append(EventOutcome(index, event.id, "duplicate"))
             continue
-        pending[event.id] = (index, _rating_item(source=source, event=event, raw=raw, receipt_id=receipt_id))
+        pending[event.id] = (index, rating_item_build(source=source, event=event, raw=raw, receipt_id=receipt_id))
 
     stored = items_insert_new(items=[item for _, item in pending.values()], receipt_id=receipt_id)
     for event_id, (index, _) in pending.items():
@@ -172,15 +173,13 @@ def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID) -> set
     return {external_id for _, external_id in new_rows}
 
 
-def report_create(
-    *, source: Source, report: ReportIn, reporter=None, raw: dict[str, Any] | None = None
-) -> tuple[FeedbackItem, bool]:
-    """Store a dogfooding report; returns (item, created). A repeated id is a duplicate."""
-    receipt_id = uuid.uuid4()
-    external_id = report.id or f"report-{receipt_id}"
-    item = FeedbackItem(
+def report_item_build(
+    *, source: Source, report: ReportIn, raw: dict[str, Any], receipt_id: uuid.UUID, reporter=None
+) -> FeedbackItem:
+    """The row for a validated report (not saved)."""
+    return FeedbackItem(
         source=source,
-        external_id=external_id,
+        external_id=report.id or f"report-{receipt_id}",
         kind=FeedbackItem.Kind.REPORT,
         title=report.title,
         comment=report.what_happened,
@@ -190,11 +189,25 @@ def report_create(
         context={"transcript": report.transcript} if report.transcript else {},
         reporter=reporter,
         occurred_at=report.occurred_at or timezone.now(),
-        raw_payload=raw if raw is not None else report.model_dump(mode="json"),
+        raw_payload=raw,
         receipt_id=receipt_id,
     )
+
+
+def report_create(
+    *, source: Source, report: ReportIn, reporter=None, raw: dict[str, Any] | None = None
+) -> tuple[FeedbackItem, bool]:
+    """Store a dogfooding report; returns (item, created). A repeated id is a duplicate."""
+    receipt_id = uuid.uuid4()
+    item = report_item_build(
+        source=source,
+        report=report,
+        raw=raw if raw is not None else report.model_dump(mode="json"),
+        receipt_id=receipt_id,
+        reporter=reporter,
+    )
     created = bool(items_insert_new(items=[item], receipt_id=receipt_id))
-    return FeedbackItem.objects.get(source=source, external_id=external_id), created
+    return FeedbackItem.objects.get(source=source, external_id=item.external_id), created
 
 
 # --- Pipeline ----------------------------------------------------------------

@@ -94,3 +94,65 @@ class Assignment(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["category", "assigned_by"], name="assignment_category_by")]
+
+
+class Label(models.Model):
+    """A reviewer's judgement on one item. With double review an item has two."""
+
+    class Verdict(models.TextChoices):
+        FAILURE = "failure", "Confirmed failure"
+        NOT_FAILURE = "not_failure", "Not a failure"
+        DUPLICATE = "duplicate", "Duplicate"
+        SPAM = "spam", "Spam"
+
+    class Split(models.TextChoices):
+        TRAIN = "train", "Train"
+        EVAL = "eval", "Eval"
+        NONE = "none", "None"
+
+    item = models.ForeignKey(FeedbackItem, on_delete=models.CASCADE, related_name="labels")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="labels")
+    verdict = models.CharField(max_length=12, choices=Verdict.choices)
+    severity = models.CharField(max_length=10, choices=FeedbackItem.Severity.choices, blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    hint = models.TextField(blank=True, default="", help_text="What the model should have done.")
+    corrected_response = models.TextField(blank=True, default="")
+    split = models.CharField(max_length=5, choices=Split.choices, default=Split.NONE)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [models.UniqueConstraint(fields=["item", "reviewer"], name="label_one_per_reviewer")]
+        indexes = [models.Index(fields=["verdict", "split"], name="label_verdict_split")]
+
+
+class ReviewLock(models.Model):
+    """An item handed to one reviewer; others skip it until the lock expires."""
+
+    item = models.OneToOneField(FeedbackItem, on_delete=models.CASCADE, related_name="review_lock")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    expires_at = models.DateTimeField(db_index=True)
+
+
+class DoubleReview(models.Model):
+    """An item an admin picked for a second, independent review."""
+
+    item = models.OneToOneField(FeedbackItem, on_delete=models.CASCADE, related_name="double_review")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+
+class AuditEvent(models.Model):
+    """Who changed what: every change a person makes, shown where it happened."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=50)
+    item = models.ForeignKey(FeedbackItem, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]

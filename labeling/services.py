@@ -32,6 +32,16 @@ def failure_signals():
     return FeedbackItem.objects.filter(Q(kind=FeedbackItem.Kind.REPORT) | Q(rating=-1))
 
 
+def described_failures():
+    """Failure signals that say in words what went wrong: what clustering learns from.
+
+    A bare thumbs-down is embedded by the request it rated, which tells the
+    topic of the task rather than the failure; such items are sorted into a
+    category on arrival only when they are close enough to one.
+    """
+    return failure_signals().exclude(kind=FeedbackItem.Kind.RATING, comment="")
+
+
 def vectors_for(embedding_ids: list[int]) -> np.ndarray:
     """Vectors in the order of the ids given (ids may repeat)."""
     if not embedding_ids:
@@ -125,7 +135,7 @@ def cluster_run_execute(*, run_id: int) -> ClusterRun | None:
 def _cluster_run_body(run: ClusterRun) -> None:
     _run_update(run, stage="loading vectors", progress=0.02)
     rows = list(
-        failure_signals()
+        described_failures()
         .filter(embedding__isnull=False)
         .order_by("id")
         .values_list("id", "embedding_id", "embed_text")

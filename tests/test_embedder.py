@@ -127,6 +127,23 @@ def test_threads_starting_at_once_load_the_model_once(monkeypatch):
     assert len(loads) == 1
 
 
+def _embed_in_child(results):
+    results.put(embedder.embed_texts(["the agent edited the wrong file"]))
+
+
+def test_a_forked_worker_embeds_with_a_model_of_its_own(onnx_backend):
+    in_parent = embedder.embed_texts(["the agent edited the wrong file"])
+    context = multiprocessing.get_context("fork")  # like Celery's prefork pool
+    results = context.Queue()
+    child = context.Process(target=_embed_in_child, args=(results,))
+    child.start()
+    in_child = results.get(timeout=60)
+    child.join(timeout=10)
+
+    assert child.exitcode == 0
+    assert np.array_equal(in_child, in_parent)
+
+
 def _export_in_child(cache_dir, results):
     results.put(str(embedder._onnx_int8_path()))
 

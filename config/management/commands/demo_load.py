@@ -19,6 +19,8 @@ from config.demo_corpus import DemoSignal
 from feedback import services
 from feedback.models import FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn
+from labeling import services as labeling_services
+from labeling.models import ClusterRun
 
 CHUNK_SIZE = 500
 
@@ -32,8 +34,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--if-empty", action="store_true", help="do nothing when any feedback item exists already"
         )
+        parser.add_argument(
+            "--process",
+            action="store_true",
+            help="embed and cluster the corpus here and now, so the app starts with categories",
+        )
 
-    def handle(self, *args, count, seed, if_empty, **options):
+    def handle(self, *args, count, seed, if_empty, process, **options):
         if count < 1:
             raise CommandError("--count must be at least 1")
         if if_empty:
@@ -46,6 +53,33 @@ class Command(BaseCommand):
         with transaction.atomic():
             stored = signals_store(signals)
         self.stdout.write(summary_line(signals, stored=stored, seed=seed, seconds=time.monotonic() - started))
+        if process:
+            self.process_corpus()
+
+    def process_corpus(self) -> None:
+        """Embed what waits and run one clustering pass, in this process.
+
+        The worker would do the same a little later; doing it here means the
+        first page a person opens already shows categories. Both paths are
+        idempotent, so the tasks queued by the load find nothing left to do.
+        """
+        started = time.monotonic()
+        waiting = list(
+            FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED).order_by("id").values_list("id", flat=True)
+        )
+        for chunk in _chunks(waiting, 256):
+            labeling_services.items_assign(item_ids=services.items_embed(item_ids=list(chunk)))
+        try:
+            run = labeling_services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+        except labeling_services.RunAlreadyActive:
+            self.stdout.write("demo_load: a cluster run is going already; categories come when it ends")
+            return
+        labeling_services.cluster_run_execute(run_id=run.id)
+        run.refresh_from_db()
+        self.stdout.write(
+            f"demo_load: embedded {len(waiting)} items, {run.counts['clusters']} categories, "
+            f"{run.counts['unassigned']} unassigned | {time.monotonic() - started:.1f}s"
+        )
 
 
 def signals_store(signals: Sequence[DemoSignal]) -> int:
@@ -72,41 +106,13 @@ def signals_store(signals: Sequence[DemoSignal]) -> int:
 def rating_item(*, source: Source, payload: dict, receipt_id: uuid.UUID) -> FeedbackItem:
     """The row the webhook stores for this event (validated by the same schema)."""
     event = RatingEvent.model_validate(payload)
-    return FeedbackItem(
-        source=source,
-        external_id=event.id,
-        kind=FeedbackItem.Kind.RATING,
-        rating=1 if event.rating == "up" else -1,
-        comment=event.comment or "",
-        context=event.context.model_dump(mode="json", exclude_none=True),
-        model_name=event.model.name,
-        model_version=event.model.version,
-        variant=event.variant,
-        surface=event.surface,
-        user_ref=event.user_ref,
-        occurred_at=event.occurred_at,
-        raw_payload=payload,
-        receipt_id=receipt_id,
-    )
+    return services.rating_item_build(source=source, event=event, raw=payload, receipt_id=receipt_id)
 
 
 def report_item(*, source: Source, payload: dict, receipt_id: uuid.UUID) -> FeedbackItem:
     """The row services.report_create stores for this report."""
     report = ReportIn.model_validate(payload)
-    return FeedbackItem(
-        source=source,
-        external_id=report.id,
-        kind=FeedbackItem.Kind.REPORT,
-        title=report.title,
-        comment=report.what_happened,
-        expected=report.expected,
-        severity=report.severity,
-        model_version=report.model_version,
-        context={"transcript": report.transcript} if report.transcript else {},
-        occurred_at=report.occurred_at,
-        raw_payload=payload,
-        receipt_id=receipt_id,
-    )
+    return services.report_item_build(source=source, report=report, raw=payload, receipt_id=receipt_id)
 
 
 def summary_line(signals: Sequence[DemoSignal], *, stored: int, seed: int, seconds: float) -> str:

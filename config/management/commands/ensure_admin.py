@@ -4,7 +4,10 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
+
+from labeling.permissions import ADMIN
 
 
 class Command(BaseCommand):
@@ -18,7 +21,8 @@ class Command(BaseCommand):
         User = get_user_model()
         if not User.objects.filter(username=username).exists():
             password = secrets.token_urlsafe(12)
-            User.objects.create_superuser(username=username, email="", password=password)
+            user = User.objects.create_superuser(username=username, email="", password=password)
+            user.groups.add(Group.objects.get_or_create(name=ADMIN)[0])
             login_file.write_text(f"{username} {password}\n")
             login_file.chmod(0o600)
         if login_file.exists():

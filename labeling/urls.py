@@ -1,0 +1,14 @@
+"""Reviewer pages. Each view module lists its own routes."""
+
+from django.urls import path
+
+from labeling import views
+from labeling.views_categories import urlpatterns as category_urls
+from labeling.views_review import urlpatterns as review_urls
+
+urlpatterns = [
+    path("", views.overview, name="home"),
+    path("search/", views.search, name="search"),
+    *category_urls,
+    *review_urls,
+]

@@ -1,0 +1,3 @@
+"""Category pages and cluster runs."""
+
+urlpatterns: list = []

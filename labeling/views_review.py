@@ -1,0 +1,3 @@
+"""Review queue, item detail and labels, agreement."""
+
+urlpatterns: list = []
