@@ -10,8 +10,9 @@ intents), items sit at cosine about 0.8 to their category's centroid, sizes
 are uneven, and 2% are scattered outliers.
 
 Memory: tracemalloc misses what numpy's BLAS allocates, so the clustering
-runs in a child process that loads the vectors from a file and reports
-getrusage's peak resident size (ru_maxrss), as a whole and as the growth
+runs in a fresh child process that loads the vectors from a file and reports
+its peak resident size (VmHWM: unlike getrusage's ru_maxrss it is not carried
+over from the parent through fork and exec), as a whole and as the growth
 during clustering.
 
 Target: 100,000 vectors in under 60 s and 2 GB on a 2-core machine.
@@ -58,19 +59,33 @@ def make_blobs(n: int, n_blobs: int, *, seed: int, dim: int = DIMENSIONS, outlie
     return unit(vectors[order]).astype(np.float32), truth[order]
 
 
+def peak_rss_kib() -> int:
+    """This process's peak resident set size in KiB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    # Elsewhere: ru_maxrss (KiB on Linux, bytes on macOS), which may include the parent's peak.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def child(path: str) -> None:
     """Load the vectors, cluster them, print figures as JSON (runs in its own process)."""
-    import resource
     import time
 
     from labeling.clustering import cluster_vectors
 
     vectors = np.load(path)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    before = peak_rss_kib()
     started = time.perf_counter()
     result = cluster_vectors(vectors)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_kib()
     np.save(path.replace(".npy", "-labels.npy"), result.labels)
     print(json.dumps({"seconds": seconds, "peak_mb": peak / 1024, "growth_mb": (peak - before) / 1024,
                       "clusters": result.n_clusters, "unassigned": float((result.labels < 0).mean())}))
