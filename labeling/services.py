@@ -167,6 +167,7 @@ def _cluster_run_body(run: ClusterRun) -> None:
         )
         _run_update(run, stage="assigning items", progress=0.9)
         assigned = _write_model_assignments(run, item_ids, labels, similarity, category_of_cluster)
+        assigned_by_context = _assign_undescribed(run=run)
         categories_refresh_sizes()
 
     _run_update(
@@ -183,6 +184,7 @@ def _cluster_run_body(run: ClusterRun) -> None:
             "new": created,
             "assigned": assigned,
             "unassigned": len(rows) - assigned,
+            "assigned_by_context": assigned_by_context,
         },
         quality={
             "mean_similarity": round(float(similarity[labels >= 0].mean()), 4) if (labels >= 0).any() else None,
@@ -255,11 +257,7 @@ def describe(keywords: list[str]) -> str:
 
 def _write_model_assignments(run, item_ids, labels, similarity, category_of_cluster) -> int:
     """Replace the model's assignments of the clustered items; reviewer ones stay."""
-    reviewed = set(
-        Assignment.objects.filter(item_id__in=item_ids, assigned_by=Assignment.By.REVIEWER).values_list(
-            "item_id", flat=True
-        )
-    )
+    reviewed = set(Assignment.objects.filter(assigned_by=Assignment.By.REVIEWER).values_list("item_id", flat=True))
     now = timezone.now()
     rows = []
     assigned_ids, unassigned_ids = [], []
@@ -285,9 +283,20 @@ def _write_model_assignments(run, item_ids, labels, similarity, category_of_clus
         unique_fields=["item"],
         update_fields=["category", "confidence", "assigned_by", "run", "updated_at"],
     )
-    FeedbackItem.objects.filter(id__in=assigned_ids).update(status=FeedbackItem.Status.ASSIGNED, status_changed_at=now)
-    FeedbackItem.objects.filter(id__in=unassigned_ids).update(status=FeedbackItem.Status.EMBEDDED, status_changed_at=now)
+    items_set_status(item_ids=assigned_ids, status=FeedbackItem.Status.ASSIGNED, now=now)
+    items_set_status(item_ids=unassigned_ids, status=FeedbackItem.Status.EMBEDDED, now=now)
     return len(assigned_ids) + len(reviewed)
+
+
+def _chunks(ids: list[int], size: int = 10_000):
+    # SQLite caps the number of parameters in one statement.
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def items_set_status(*, item_ids: list[int], status: str, now) -> None:
+    for chunk in _chunks(item_ids):
+        FeedbackItem.objects.filter(id__in=chunk).exclude(status=status).update(status=status, status_changed_at=now)
 
 
 def categories_refresh_sizes() -> None:
@@ -319,36 +328,64 @@ def items_assign(*, item_ids: list[int]) -> int:
         .exclude(assignment__assigned_by=Assignment.By.REVIEWER)
         .values_list("id", "embedding_id")
     )
+    with transaction.atomic():
+        assignments = _assign_nearest(rows=rows, run=None)
+        for category_id, added in Counter(a.category_id for a in assignments).items():
+            Category.objects.filter(id=category_id).update(size=F("size") + added)
+    return len(assignments)
+
+
+def _assign_undescribed(*, run: ClusterRun) -> int:
+    """After a run, sort the failure signals it did not cluster (bare thumbs-downs) anew."""
+    rows = list(
+        failure_signals()
+        .filter(embedding__isnull=False)
+        .exclude(id__in=described_failures().values("id"))
+        .exclude(assignment__assigned_by=Assignment.By.REVIEWER)
+        .values_list("id", "embedding_id")
+    )
+    return len(_assign_nearest(rows=rows, run=run))
+
+
+def _assign_nearest(*, rows: list[tuple[int, int]], run: ClusterRun | None) -> list[Assignment]:
+    """Give each (item id, embedding id) the nearest open category above the threshold.
+
+    Items that fit none lose a model assignment they had, so they show as
+    unassigned instead of keeping a stale category. Returns the assignments made.
+    """
     categories = list(Category.objects.filter(status__in=OPEN_STATUSES).exclude(centroid=None).only("id", "centroid"))
     if not rows or not categories:
-        return 0
+        return []
     centroids = np.vstack([centroid_of(c) for c in categories])
     vectors = vectors_for([embedding_id for _, embedding_id in rows])
     nearest, similarity = clustering.assign_to_nearest(
         vectors, centroids, threshold=settings.ASSIGN_SIMILARITY_THRESHOLD
     )
     now = timezone.now()
-    assignments = [
-        Assignment(
-            item_id=item_id,
-            category_id=categories[index].id,
-            confidence=float(sim),
-            assigned_by=Assignment.By.MODEL,
-            updated_at=now,
+    assignments, unassigned_ids = [], []
+    for (item_id, _), index, sim in zip(rows, nearest.tolist(), similarity.tolist()):
+        if index < 0:
+            unassigned_ids.append(item_id)
+            continue
+        assignments.append(
+            Assignment(
+                item_id=item_id,
+                category_id=categories[index].id,
+                confidence=float(sim),
+                assigned_by=Assignment.By.MODEL,
+                run=run,
+                updated_at=now,
+            )
         )
-        for (item_id, _), index, sim in zip(rows, nearest.tolist(), similarity.tolist())
-        if index >= 0
-    ]
-    with transaction.atomic():
-        Assignment.objects.bulk_create(
-            assignments,
-            update_conflicts=True,
-            unique_fields=["item"],
-            update_fields=["category", "confidence", "assigned_by", "updated_at"],
-        )
-        FeedbackItem.objects.filter(id__in=[a.item_id for a in assignments]).update(
-            status=FeedbackItem.Status.ASSIGNED, status_changed_at=now
-        )
-        for category_id, added in Counter(a.category_id for a in assignments).items():
-            Category.objects.filter(id=category_id).update(size=F("size") + added)
-    return len(assignments)
+    Assignment.objects.bulk_create(
+        assignments,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["item"],
+        update_fields=["category", "confidence", "assigned_by", "run", "updated_at"],
+    )
+    for chunk in _chunks(unassigned_ids):
+        Assignment.objects.filter(item_id__in=chunk, assigned_by=Assignment.By.MODEL).delete()
+    items_set_status(item_ids=[a.item_id for a in assignments], status=FeedbackItem.Status.ASSIGNED, now=now)
+    items_set_status(item_ids=unassigned_ids, status=FeedbackItem.Status.EMBEDDED, now=now)
+    return assignments

@@ -1,27 +1,49 @@
 """Reviewer pages: the overview and search."""
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from feedback import selectors as feedback_selectors
+from labeling import selectors
 from labeling.permissions import is_reviewer, reviewer_required
+from labeling.search_form import SearchForm
 
 
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
     if not is_reviewer(request.user):
-        # Staff without a review role come to file reports.
+        # Staff without a review role come here to file reports.
         return redirect("report_new")
-    pipeline = feedback_selectors.pipeline_counts()
+    days, series = selectors.ratings_over_time(days=30)
     context = {
-        "pipeline": pipeline,
-        "total": sum(pipeline.values()),
-        "recent": feedback_selectors.items_recent()[:25],
+        "chart": {"days": days, "series": [vars(s) for s in series]},
+        "versions": selectors.version_summary(),
+        "top_categories": selectors.top_categories(limit=10),
+        "health": selectors.pipeline_health(),
     }
     return render(request, "labeling/overview.html", context)
 
 
 @reviewer_required
 def search(request: HttpRequest) -> HttpResponse:
-    return render(request, "labeling/overview.html", {"recent": []})
+    form = SearchForm(request.GET or None)
+    page = None
+    if form.is_bound and form.is_valid():
+        items = selectors.items_search(filters=form.filters())
+    elif not form.is_bound:
+        items = selectors.items_search(filters=selectors.SearchFilters())
+    else:
+        items = None
+    if items is not None:
+        page = Paginator(items, 50).get_page(request.GET.get("page"))
+    query = {key: value for key, value in request.GET.items() if key != "page" and value}
+    context = {
+        "form": form,
+        "page": page,
+        "query": urlencode(query),
+        "choices": selectors.search_choices(),
+    }
+    return render(request, "labeling/search.html", context, status=422 if form.errors else 200)

@@ -1,0 +1,190 @@
+"""Reads for the overview and search pages."""
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+from labeling.models import Category, ClusterRun
+
+
+@dataclass
+class VersionSeries:
+    """Daily ratings of one model version (and variant): volume and thumbs-down rate."""
+
+    label: str
+    volume: list[int]
+    down_rate: list[float | None]
+
+
+def _days(since: date, until: date) -> list[date]:
+    return [since + timedelta(days=offset) for offset in range((until - since).days + 1)]
+
+
+def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[list[str], list[VersionSeries]]:
+    """Per day and model version/variant: how many ratings, and the share that were thumbs-down."""
+    now = now or timezone.now()
+    since = (now - timedelta(days=days - 1)).date()
+    rows = (
+        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, occurred_at__date__gte=since)
+        .annotate(day=TruncDate("occurred_at"))
+        .values("day", "model_version", "variant")
+        .annotate(total=Count("id"), down=Count("id", filter=Q(rating=-1)))
+        .order_by()
+    )
+    calendar = _days(since, now.date())
+    position = {day: index for index, day in enumerate(calendar)}
+    totals: dict[str, list[int]] = {}
+    downs: dict[str, list[int]] = {}
+    for row in rows:
+        label = row["model_version"] or "unknown"
+        if row["variant"]:
+            label += f" · {row['variant']}"
+        index = position.get(row["day"])
+        if index is None:
+            continue
+        totals.setdefault(label, [0] * len(calendar))[index] += row["total"]
+        downs.setdefault(label, [0] * len(calendar))[index] += row["down"]
+    series = [
+        VersionSeries(
+            label=label,
+            volume=totals[label],
+            down_rate=[round(d / t, 3) if t else None for d, t in zip(downs[label], totals[label])],
+        )
+        for label in sorted(totals)
+    ]
+    return [day.isoformat() for day in calendar], series
+
+
+def version_summary() -> list[dict]:
+    """Per model version: ratings, thumbs-down count and rate, reports."""
+    rows = (
+        FeedbackItem.objects.values("model_version")
+        .annotate(
+            ratings=Count("id", filter=Q(kind=FeedbackItem.Kind.RATING)),
+            down=Count("id", filter=Q(rating=-1)),
+            reports=Count("id", filter=Q(kind=FeedbackItem.Kind.REPORT)),
+        )
+        .order_by("-model_version")
+    )
+    return [dict(row, down_rate=(row["down"] / row["ratings"]) if row["ratings"] else None) for row in rows]
+
+
+def top_categories(*, limit: int = 10, days: int = 14, now: datetime | None = None) -> list[dict]:
+    """The largest open categories with their share of failures and a daily trend."""
+    now = now or timezone.now()
+    since = (now - timedelta(days=days - 1)).date()
+    categories = list(
+        Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0)
+        .order_by("-size", "id")
+        .only("id", "name", "status", "size")[:limit]
+    )
+    total_failures = FeedbackItem.objects.filter(Q(rating=-1) | Q(kind=FeedbackItem.Kind.REPORT)).count()
+    daily = (
+        FeedbackItem.objects.filter(assignment__category__in=categories, occurred_at__date__gte=since)
+        .annotate(day=TruncDate("occurred_at"))
+        .values("assignment__category", "day")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    calendar = _days(since, now.date())
+    position = {day: index for index, day in enumerate(calendar)}
+    trends = {category.id: [0] * len(calendar) for category in categories}
+    for row in daily:
+        if row["day"] in position:
+            trends[row["assignment__category"]][position[row["day"]]] += row["n"]
+    return [
+        {
+            "category": category,
+            "share": category.size / total_failures if total_failures else 0.0,
+            "trend": trends[category.id],
+            "sparkline": sparkline_points(trends[category.id]),
+        }
+        for category in categories
+    ]
+
+
+def sparkline_points(values: list[int], *, width: int = 120, height: int = 24) -> str:
+    """SVG polyline points for a small trend line, drawn on the server (no script needed)."""
+    if not values:
+        return ""
+    top = max(values) or 1
+    step = width / max(len(values) - 1, 1)
+    return " ".join(f"{i * step:.1f},{height - (v / top) * (height - 2) - 1:.1f}" for i, v in enumerate(values))
+
+
+def pipeline_health() -> dict:
+    counts = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).order_by())
+    return {
+        "waiting": counts.get(FeedbackItem.Status.RECEIVED, 0),
+        "failed": counts.get(FeedbackItem.Status.FAILED, 0),
+        "embedded": counts.get(FeedbackItem.Status.EMBEDDED, 0),
+        "assigned": counts.get(FeedbackItem.Status.ASSIGNED, 0),
+        "total": sum(counts.values()),
+        "last_run": ClusterRun.objects.order_by("-created_at", "-id").first(),
+    }
+
+
+@dataclass
+class SearchFilters:
+    q: str = ""
+    source: str = ""
+    kind: str = ""
+    rating: str = ""
+    model_version: str = ""
+    variant: str = ""
+    category: str = ""
+    status: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+
+
+def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
+    """Items matching every given filter, newest first; each word of ``q`` must appear."""
+    items = FeedbackItem.objects.select_related("source", "assignment__category")
+    for word in filters.q.split()[:10]:
+        items = items.filter(Q(comment__icontains=word) | Q(title__icontains=word) | Q(expected__icontains=word))
+    exact = {
+        "source__slug": filters.source,
+        "kind": filters.kind,
+        "model_version": filters.model_version,
+        "variant": filters.variant,
+        "status": filters.status,
+    }
+    items = items.filter(**{field: value for field, value in exact.items() if value})
+    if filters.rating in ("up", "down"):
+        items = items.filter(rating=1 if filters.rating == "up" else -1)
+    if filters.category == "none":
+        items = items.filter(Q(assignment__isnull=True) | Q(assignment__category__isnull=True))
+    elif filters.category.isdigit():
+        items = items.filter(assignment__category_id=int(filters.category))
+    if filters.date_from:
+        items = items.filter(occurred_at__date__gte=filters.date_from)
+    if filters.date_to:
+        items = items.filter(occurred_at__date__lte=filters.date_to)
+    return items.order_by("-occurred_at", "-id")
+
+
+def search_choices() -> dict:
+    """The values the search filters offer."""
+    from feedback.models import Source
+
+    return {
+        "sources": list(Source.objects.values_list("slug", "name")),
+        "model_versions": list(
+            FeedbackItem.objects.exclude(model_version="").values_list("model_version", flat=True).distinct().order_by("model_version")
+        ),
+        "variants": list(
+            FeedbackItem.objects.exclude(variant="").values_list("variant", flat=True).distinct().order_by("variant")
+        ),
+        "categories": list(
+            Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0)
+            .order_by("name")
+            .values_list("id", "name")
+        ),
+        "statuses": FeedbackItem.Status.choices,
+        "kinds": FeedbackItem.Kind.choices,
+    }

@@ -1,0 +1,143 @@
+"""The overview page and search: access, figures, filters, bad input."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+from labeling.models import Assignment, Category
+from tests.factories import source_make
+
+pytestmark = pytest.mark.django_db
+
+
+def user_with(role: str | None, name: str = "u"):
+    user = get_user_model().objects.create_user(name, password="pw-123-pw")
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+@pytest.fixture
+def reviewer(client):
+    user = user_with("reviewer", "rev")
+    client.force_login(user)
+    return user
+
+
+def item(source, external_id, **fields):
+    defaults = dict(kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4())
+    return FeedbackItem.objects.create(source=source, external_id=external_id, **(defaults | fields))
+
+
+@pytest.mark.parametrize("url", ["/", "/search/"])
+def test_anonymous_visitors_are_sent_to_login(client, url):
+    response = client.get(url)
+    assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+def test_staff_without_a_review_role_are_sent_from_the_overview_to_the_report_form(client):
+    client.force_login(user_with(None))
+    response = client.get("/")
+    assert response.status_code == 302 and response.url == "/reports/new"
+
+
+def test_staff_without_a_review_role_may_not_search(client):
+    client.force_login(user_with(None))
+    response = client.get("/search/?q=secret")
+    assert response.status_code == 403
+    assert b"This page needs the reviewer role." in response.content
+
+
+@pytest.mark.parametrize("role", ["reviewer", "admin"])
+def test_reviewers_and_admins_see_the_overview_with_versions_and_categories(client, role):
+    client.force_login(user_with(role))
+    source, _ = source_make()
+    for i in range(4):
+        item(source, f"a{i}", model_version="2.1", rating=-1 if i < 3 else 1)
+    Category.objects.create(name="Edits the wrong file", size=3, status=Category.Status.CONFIRMED)
+    response = client.get("/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Edits the wrong file" in body
+    assert "75%" in body  # 3 of 4 ratings of 2.1 were thumbs-down
+    assert 'id="chart-data"' in body
+
+
+def test_the_overview_reads_a_fixed_number_of_queries_however_many_categories(client, reviewer, django_assert_max_num_queries):
+    for i in range(10):
+        Category.objects.create(name=f"c{i}", size=i + 1)
+    with django_assert_max_num_queries(12):
+        assert client.get("/").status_code == 200
+
+
+def test_search_finds_every_word_in_comments_and_reports(client, reviewer):
+    source, _ = source_make()
+    hit = item(source, "hit", comment="It edited the wrong file in utils.py")
+    item(source, "miss", comment="It edited nothing")
+    report = item(source, "rep", kind="report", rating=None, title="Wrong file again", comment="see title")
+    response = client.get("/search/", {"q": "wrong file"})
+    assert response.status_code == 200
+    assert {i.id for i in response.context["page"]} == {hit.id, report.id}
+
+
+def test_search_filters_combine(client, reviewer):
+    source, _ = source_make()
+    other, _ = source_make("other")
+    category = Category.objects.create(name="Slow")
+    wanted = item(source, "w", model_version="2.2", variant="B", comment="slow")
+    Assignment.objects.create(item=wanted, category=category)
+    item(source, "v", model_version="2.1", variant="B", comment="slow")
+    item(other, "s", model_version="2.2", variant="B", comment="slow")
+    item(source, "up", model_version="2.2", variant="B", rating=1, comment="slow but fine")
+    old = item(source, "old", model_version="2.2", variant="B", comment="slow")
+    old.occurred_at = timezone.now() - timedelta(days=40)
+    old.save()
+    query = {
+        "source": source.slug, "rating": "down", "model_version": "2.2", "variant": "B",
+        "category": str(category.id), "date_from": (timezone.now() - timedelta(days=7)).date().isoformat(),
+    }
+    response = client.get("/search/", query)
+    assert [i.id for i in response.context["page"]] == [wanted.id]
+    unassigned = client.get("/search/", {"category": "none", "model_version": "2.2"})
+    assert wanted.id not in [i.id for i in unassigned.context["page"]]
+
+
+def test_search_pages_through_results(client, reviewer):
+    source, _ = source_make()
+    for i in range(120):
+        item(source, f"p{i}", comment=f"signal {i}")
+    first = client.get("/search/")
+    third = client.get("/search/", {"page": 3})
+    assert len(first.context["page"]) == 50 and len(third.context["page"]) == 20
+    assert first.context["page"].paginator.count == 120
+    assert b'rel="next"' in first.content
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ({"date_from": "2026-13-45"}, b"Enter a valid date."),
+        ({"date_from": "2026-11-20", "date_to": "2026-11-10"}, b"The end date is before the start date."),
+        ({"rating": "sideways"}, b"Select a valid choice."),
+        ({"category": "abc"}, b"Pick a category from the list."),
+    ],
+)
+def test_bad_search_filters_are_shown_and_nothing_is_listed(client, reviewer, query, message):
+    response = client.get("/search/", query)
+    assert response.status_code == 422
+    assert message in response.content
+    assert response.context["page"] is None
+
+
+def test_search_stays_within_a_fixed_number_of_queries(client, reviewer, django_assert_max_num_queries):
+    source, _ = source_make()
+    category = Category.objects.create(name="c")
+    for i in range(60):
+        Assignment.objects.create(item=item(source, f"q{i}", comment="x"), category=category)
+    with django_assert_max_num_queries(10):
+        assert client.get("/search/").status_code == 200
