@@ -78,6 +78,9 @@ def child(path: str) -> None:
     """Load the vectors, cluster them, print figures as JSON (runs in its own process)."""
     import time
 
+    import scipy.sparse  # noqa: F401  (imported before the baseline, so growth is the work itself)
+    import sklearn.cluster  # noqa: F401
+
     from labeling.clustering import cluster_vectors
 
     vectors = np.load(path)

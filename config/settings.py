@@ -216,7 +216,8 @@ LOGGING = {
 }
 
 # Clustering and assignment (figures behind the defaults: README, "Clustering").
-ASSIGN_SIMILARITY_THRESHOLD = env_float("ASSIGN_SIMILARITY_THRESHOLD", 0.55)
+# 0.65: below it an assignment is more often wrong than right (bench/cluster_quality.py --assignment).
+ASSIGN_SIMILARITY_THRESHOLD = env_float("ASSIGN_SIMILARITY_THRESHOLD", 0.65)
 CATEGORY_MATCH_SIMILARITY = env_float("CATEGORY_MATCH_SIMILARITY", 0.8)
 CLUSTER_RUN_STUCK_SECONDS = env_int("CLUSTER_RUN_STUCK_SECONDS", 15 * 60)
 
