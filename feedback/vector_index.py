@@ -8,6 +8,7 @@ cores), which is exact and needs no extra service.
 """
 
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,11 +36,16 @@ class VectorIndex:
         self._row_of_item: dict[int, int] = {}
         self._last_embedding_id = 0
         self._items_seen_until: datetime | None = None
+        self._refreshed_at = float("-inf")
 
-    def refresh(self) -> None:
+    def refresh(self, *, max_age_seconds: float = 0.0) -> None:
+        """Read what is new; skipped when the last look is younger than max_age_seconds."""
         with self._lock:
+            if time.monotonic() - self._refreshed_at < max_age_seconds:
+                return
             self._load_new_embeddings()
             self._load_changed_items()
+            self._refreshed_at = time.monotonic()
 
     def _load_new_embeddings(self) -> None:
         rows = list(
@@ -100,7 +106,17 @@ class VectorIndex:
 _index = VectorIndex()
 
 
+# Lookups may trail the database by this much; it spares a refresh per query.
+REFRESH_SECONDS = 1.0
+
+
 def shared_index() -> VectorIndex:
-    """The process-wide index, brought up to date."""
-    _index.refresh()
+    """The process-wide index, at most REFRESH_SECONDS behind the database."""
+    _index.refresh(max_age_seconds=REFRESH_SECONDS)
     return _index
+
+
+def reset_shared_index() -> None:
+    """Forget everything loaded (tests: each starts from its own database)."""
+    global _index
+    _index = VectorIndex()
