@@ -12,7 +12,9 @@ from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
 from config.apitools import EXTRA_COMPONENTS, ApiError
+from exports.api import router as exports_router
 from feedback.api import router as feedback_router
+from labeling.api import router as labeling_router
 
 
 class FeedbackApi(NinjaAPI):
@@ -70,3 +72,5 @@ def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> Http
 
 
 api.add_router("/v1", feedback_router)
+api.add_router("/v1", labeling_router)
+api.add_router("/v1", exports_router)

@@ -11,5 +11,6 @@ urlpatterns = [
     path("reports/new", feedback_views.report_new, name="report_new"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("datasets/", include("exports.urls")),
     path("", include("labeling.urls")),
 ]

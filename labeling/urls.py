@@ -4,6 +4,7 @@ from django.urls import path
 
 from labeling import views
 from labeling.views_categories import urlpatterns as category_urls
+from labeling.views_compare import urlpatterns as compare_urls
 from labeling.views_review import urlpatterns as review_urls
 
 urlpatterns = [
@@ -11,4 +12,5 @@ urlpatterns = [
     path("search/", views.search, name="search"),
     *category_urls,
     *review_urls,
+    *compare_urls,
 ]

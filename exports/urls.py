@@ -1,0 +1,3 @@
+"""Dataset pages."""
+
+urlpatterns: list = []

@@ -1,0 +1,5 @@
+"""Labeling API: /api/v1/compare."""
+
+from ninja import Router
+
+router = Router(tags=["compare"])

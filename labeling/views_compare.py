@@ -1,0 +1,3 @@
+"""Model-version comparison pages."""
+
+urlpatterns: list = []
