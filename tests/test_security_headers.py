@@ -1,0 +1,36 @@
+"""Every page carries a Content-Security-Policy without inline scripts, and the usual headers."""
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reviewer(client):
+    user = get_user_model().objects.create_user("rev", password="pw-123-pw")
+    user.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    client.force_login(user)
+    return user
+
+
+@pytest.mark.parametrize("url", ["/login/", "/", "/search/", "/reports/new"])
+def test_pages_forbid_inline_and_foreign_scripts(client, reviewer, url):
+    response = client.get(url)
+    policy = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in policy
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert response.headers["Referrer-Policy"] == "same-origin"
+
+
+@pytest.mark.parametrize("url", ["/login/", "/", "/search/", "/reports/new"])
+def test_pages_contain_no_inline_script(client, reviewer, url):
+    html = client.get(url).content.decode()
+    for tag in re.findall(r"<script\b[^>]*>", html):
+        assert "src=" in tag or 'type="application/json"' in tag, tag
+    assert not re.search(r"\son[a-z]+=\"", html)  # no onclick= style handlers
