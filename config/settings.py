@@ -6,6 +6,7 @@ silently different behaviour.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -81,6 +82,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "ninja",
     "django_celery_beat",
+    "axes",
     "config",
     "feedback",
     "labeling",
@@ -96,7 +98,21 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a lockout into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling: after 5 failures a username is locked for the address it
+# came from, for a cool-off period, so nobody can lock a reviewer out for good.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 ROOT_URLCONF = "config.urls"
 
