@@ -204,7 +204,11 @@ def _final_category(category: Category) -> Category:
 
 def _reconcile_categories(run, centroids, keywords, representatives, item_ids):
     """Map each new cluster to a category: an existing one it matches, or a new proposed one."""
-    existing = [c for c in Category.objects.select_related("merged_into").exclude(centroid=None)]
+    # Locked: a reviewer's rename, merge or archive waits for the run, and the
+    # run sees the reviewer's latest decision, never overwriting it.
+    existing = list(
+        Category.objects.select_for_update(of=("self",)).select_related("merged_into").exclude(centroid=None)
+    )
     existing_centroids = (
         np.vstack([centroid_of(c) for c in existing]) if existing else np.zeros((0, clustering.DIMENSIONS))
     )
@@ -233,7 +237,9 @@ def _reconcile_categories(run, centroids, keywords, representatives, item_ids):
             if not category.named_by_reviewer:
                 category.name = clustering.name_from_keywords(words)
                 category.description = describe(words)
-            category.save()
+            category.save(
+                update_fields=["keywords", "representative_ids", "last_run", "updated_at", "centroid", "name", "description"]
+            )
         else:
             category = Category.objects.create(
                 name=clustering.name_from_keywords(words),

@@ -1,0 +1,221 @@
+"""Reads for the category pages and the cluster-run pages.
+
+Every figure a list shows is computed by the database in the query that
+fetches the page (conditional counts), so a page costs the same number of
+queries whether it shows 5 categories or 50.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, F, Q, QuerySet
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+from labeling.models import Assignment, Category, ClusterRun
+
+PAGE_SIZE = 50
+GROWTH_WINDOW = timedelta(days=7)
+
+# What the list shows when no status is chosen: the categories a reviewer
+# still works with. Merged and archived ones, and proposals that lost all
+# their items, are one filter away ("all" or their own status).
+DEFAULT_STATUS = ""
+ALL_STATUSES = "all"
+STATUS_CHOICES = [
+    (DEFAULT_STATUS, "Active (confirmed, proposed with items)"),
+    (ALL_STATUSES, "All"),
+    *Category.Status.choices,
+]
+
+SORTS = {
+    "size": ("-n_items", "id"),
+    "growth": ("-growth", "-n_items", "id"),
+    "name": (Lower("name").asc(), "id"),
+    "newest": ("-created_at", "-id"),
+}
+DEFAULT_SORT = "size"
+SORT_CHOICES = [("size", "Size"), ("growth", "Growth (7 days)"), ("name", "Name"), ("newest", "Newest")]
+
+
+@dataclass(frozen=True)
+class CategoryListFilters:
+    status: str = DEFAULT_STATUS
+    model_version: str = ""
+    search: str = ""
+    sort: str = DEFAULT_SORT
+
+
+def category_list(*, filters: CategoryListFilters, now: datetime | None = None) -> QuerySet[Category]:
+    """Categories with their counts, filtered and sorted, in one grouped query.
+
+    With a model version chosen every count covers that version's items only,
+    and categories without such items are left out.
+    """
+    now = now or timezone.now()
+    recent_start, previous_start = now - GROWTH_WINDOW, now - 2 * GROWTH_WINDOW
+
+    scope = Q()
+    if filters.model_version:
+        scope = Q(assignments__item__model_version=filters.model_version)
+    # The centroid is a 1.5 kB vector no list needs.
+    categories = Category.objects.defer("centroid").annotate(
+        n_items=Count("assignments", filter=scope & Q(assignments__isnull=False)),
+        thumbs_down=Count("assignments", filter=scope & Q(assignments__item__rating=-1)),
+        reports=Count("assignments", filter=scope & Q(assignments__item__kind=FeedbackItem.Kind.REPORT)),
+        recent=Count("assignments", filter=scope & Q(assignments__item__occurred_at__gte=recent_start)),
+        previous=Count(
+            "assignments",
+            filter=scope
+            & Q(assignments__item__occurred_at__gte=previous_start, assignments__item__occurred_at__lt=recent_start),
+        ),
+    ).annotate(growth=F("recent") - F("previous"))
+
+    if filters.status == ALL_STATUSES:
+        pass
+    elif filters.status in Category.Status.values:
+        categories = categories.filter(status=filters.status)
+    else:
+        categories = categories.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED)).exclude(
+            status=Category.Status.PROPOSED, n_items=0
+        )
+    if filters.model_version:
+        categories = categories.filter(n_items__gt=0)
+    if filters.search:
+        categories = categories.filter(name__icontains=filters.search)
+    return categories.order_by(*SORTS.get(filters.sort, SORTS[DEFAULT_SORT]))
+
+
+def category_list_page(*, filters: CategoryListFilters, page_number, now: datetime | None = None) -> Page:
+    """One page of `category_list`, each row with its share of all thumbs-down and its growth, in %."""
+    page = Paginator(category_list(filters=filters, now=now), PAGE_SIZE).get_page(page_number)
+    total_down = thumbs_down_total(model_version=filters.model_version)
+    for category in page.object_list:
+        category.down_share = 100 * category.thumbs_down / total_down if total_down else None
+        # Growth against an empty previous week has no meaningful percentage.
+        category.growth_pct = 100 * category.growth / category.previous if category.previous else None
+    return page
+
+
+def thumbs_down_total(*, model_version: str = "") -> int:
+    downs = FeedbackItem.objects.filter(rating=-1)
+    if model_version:
+        downs = downs.filter(model_version=model_version)
+    return downs.count()
+
+
+def model_versions() -> list[str]:
+    return list(
+        FeedbackItem.objects.exclude(model_version="")
+        .order_by("model_version")
+        .values_list("model_version", flat=True)
+        .distinct()
+    )
+
+
+# --- One category ----------------------------------------------------------------
+
+
+RATING_CHOICES = [("", "Any"), ("down", "Thumbs-down"), ("up", "Thumbs-up"), ("none", "No rating (reports)")]
+ASSIGNED_BY_CHOICES = [("", "Anyone"), *Assignment.By.choices]
+
+
+@dataclass(frozen=True)
+class CategoryItemFilters:
+    rating: str = ""
+    model_version: str = ""
+    variant: str = ""
+    assigned_by: str = ""
+
+
+def category_items(*, category: Category, filters: CategoryItemFilters) -> QuerySet[FeedbackItem]:
+    items = FeedbackItem.objects.filter(assignment__category=category).select_related(
+        "assignment", "assignment__reviewer"
+    )
+    if filters.rating == "down":
+        items = items.filter(rating=-1)
+    elif filters.rating == "up":
+        items = items.filter(rating=1)
+    elif filters.rating == "none":
+        items = items.filter(rating__isnull=True)
+    if filters.model_version:
+        items = items.filter(model_version=filters.model_version)
+    if filters.variant:
+        items = items.filter(variant=filters.variant)
+    if filters.assigned_by in Assignment.By.values:
+        items = items.filter(assignment__assigned_by=filters.assigned_by)
+    return items.order_by("-occurred_at", "-id")
+
+
+def category_items_page(*, category: Category, filters: CategoryItemFilters, page_number) -> Page:
+    return Paginator(category_items(category=category, filters=filters), PAGE_SIZE).get_page(page_number)
+
+
+def category_item_facets(*, category: Category) -> dict[str, list[str]]:
+    """The model versions and variants that occur in a category, for its filter menus."""
+    pairs = (
+        FeedbackItem.objects.filter(assignment__category=category)
+        .order_by()
+        .values_list("model_version", "variant")
+        .distinct()
+    )
+    versions, variants = set(), set()
+    for version, variant in pairs:
+        versions.add(version)
+        variants.add(variant)
+    return {"model_versions": sorted(versions - {""}), "variants": sorted(variants - {""})}
+
+
+def category_version_counts(*, category: Category) -> list[dict]:
+    """Per model version: thumbs-down, thumbs-up, reports and all items in the category."""
+    return list(
+        FeedbackItem.objects.filter(assignment__category=category)
+        .order_by()
+        .values("model_version")
+        .annotate(
+            thumbs_down=Count("id", filter=Q(rating=-1)),
+            thumbs_up=Count("id", filter=Q(rating=1)),
+            reports=Count("id", filter=Q(kind=FeedbackItem.Kind.REPORT)),
+            total=Count("id"),
+        )
+        .order_by("-thumbs_down", "model_version")
+    )
+
+
+def category_representatives(*, category: Category) -> list[FeedbackItem]:
+    """The representative items in the order clustering ranked them; vanished ones are skipped."""
+    ids = [i for i in category.representative_ids if isinstance(i, int)]
+    found = FeedbackItem.objects.only("id", "kind", "rating", "title", "comment", "model_version").in_bulk(ids)
+    return [found[i] for i in ids if i in found]
+
+
+def category_merge_targets(*, category: Category) -> QuerySet[Category]:
+    """Where a category may be merged into: any other open category."""
+    return (
+        Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED))
+        .exclude(id=category.id)
+        .only("id", "name", "size", "status")
+        .order_by(Lower("name"), "id")
+    )
+
+
+# --- Cluster runs ------------------------------------------------------------------
+
+
+def run_list_page(*, page_number) -> Page:
+    return Paginator(ClusterRun.objects.select_related("started_by"), PAGE_SIZE).get_page(page_number)
+
+
+def run_new_categories(*, run: ClusterRun) -> QuerySet[Category]:
+    """The categories this run proposed (as they are now: reviewers may have renamed them)."""
+    return Category.objects.filter(created_by_run=run).only("id", "name", "status", "size").order_by("-size", "id")
+
+
+def run_duration(*, run: ClusterRun, now: datetime | None = None) -> timedelta | None:
+    """How long the run took, or has been running so far."""
+    if run.started_at is None:
+        return None
+    end = run.finished_at or (now or timezone.now())
+    return end - run.started_at
