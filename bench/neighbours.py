@@ -11,17 +11,16 @@ in the same process on the same matrix.
 """
 
 import argparse
-import os
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+
+from bench import scale_data  # noqa: E402
 
 
 def main() -> None:
@@ -31,41 +30,13 @@ def main() -> None:
     parser.add_argument("--database-url", default="")
     args = parser.parse_args()
 
-    workdir = tempfile.mkdtemp(prefix="bench-neighbours-")
-    os.environ.update(DATA_DIR=workdir, SECRET_KEY="bench", DJANGO_SETTINGS_MODULE="config.settings")
-    os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{workdir}/bench.sqlite3"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.utils import timezone
-
-    from feedback import selectors, services
-    from feedback.models import Embedding, FeedbackItem
+    scale_data.django_setup(args.database_url)
+    from feedback import selectors
+    from feedback.models import FeedbackItem
     from feedback.vector_index import shared_index
 
-    call_command("migrate", verbosity=0)
-    rng = np.random.default_rng(0)
-    centres = rng.standard_normal((150, 384)).astype(np.float32)
-    vectors = centres[rng.integers(0, 150, args.n)] + 0.08 * rng.standard_normal((args.n, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    started = time.perf_counter()
-    source, _ = services.source_create(name="bench")
-    now = timezone.now()
-    for start in range(0, args.n, 5000):
-        chunk = range(start, min(start + 5000, args.n))
-        embeddings = Embedding.objects.bulk_create(
-            Embedding(content_hash=f"{i:064x}", model_name="bench", vector=vectors[i].tobytes()) for i in chunk
-        )
-        if embeddings[0].id is None:  # backends that do not return ids
-            embeddings = list(Embedding.objects.filter(content_hash__in=[f"{i:064x}" for i in chunk]).order_by("id"))
-        FeedbackItem.objects.bulk_create(
-            FeedbackItem(source=source, external_id=str(i), kind="rating", rating=-1, occurred_at=now,
-                         receipt_id=uuid.uuid4(), embedding=e, status="embedded")
-            for i, e in zip(chunk, embeddings)
-        )
-    print(f"filled {args.n} items in {time.perf_counter() - started:.1f}s")
+    vectors = scale_data.fill(args.n)
+    rng = np.random.default_rng(1)
 
     started = time.perf_counter()
     shared_index()

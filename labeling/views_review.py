@@ -1,3 +1,248 @@
 """Review queue, item detail and labels, agreement."""
 
-urlpatterns: list = []
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from labeling import review_selectors as selectors
+from labeling import review_services as services
+from labeling.audit import audit_trail
+from labeling.forms import DoubleReviewRequestForm, LabelForm
+from labeling.permissions import admin_required, is_admin, reviewer_required
+
+# Skipped items stay out of a reviewer's queue until the queue runs dry.
+SKIPPED_SESSION_KEY = "review_skipped"
+SKIPPED_MAX = 500
+
+
+def _item_url(item_id: int, queue: selectors.Queue | None = None) -> str:
+    url = reverse("item_detail", args=[item_id])
+    return f"{url}?{urlencode({'queue': queue.key})}" if queue else url
+
+
+def _next_url(queue: selectors.Queue) -> str:
+    return f"{reverse('review_next')}?{urlencode({'category': queue.key})}"
+
+
+def _skipped(request: HttpRequest, queue: selectors.Queue) -> list[int]:
+    return list(request.session.get(SKIPPED_SESSION_KEY, {}).get(queue.key, []))
+
+
+def _skipped_set(request: HttpRequest, queue: selectors.Queue, item_ids: list[int]) -> None:
+    skipped = dict(request.session.get(SKIPPED_SESSION_KEY, {}))
+    skipped[queue.key] = item_ids[-SKIPPED_MAX:]
+    request.session[SKIPPED_SESSION_KEY] = skipped
+
+
+# --- Item detail and label form -----------------------------------------------------
+
+
+@reviewer_required
+@require_http_methods(["GET", "POST"])
+def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
+    item = selectors.item_for_review(item_id=item_id)
+    if item is None:
+        raise Http404("No such item.")
+    queue = selectors.queue_parse(key=request.GET.get("queue")) if request.GET.get("queue") else None
+    labels = selectors.item_labels(item=item)
+    my_label = next((label for label in labels if label.reviewer_id == request.user.id), None)
+    others = [label for label in labels if label.reviewer_id != request.user.id]
+    # A second review must be independent: until this reviewer has given
+    # theirs, nothing on the page tells what the first reviewer decided.
+    blind = selectors.item_in_double_review(item) and my_label is None and bool(others)
+    assignment = selectors.item_assignment(item)
+    assignment_by_reviewer = assignment is not None and assignment.assigned_by == assignment.By.REVIEWER
+
+    if request.method == "POST":
+        form = LabelForm(request.POST)
+        if form.is_valid():
+            try:
+                saved = services.label_save(item=item, reviewer=request.user, **form.label_data())
+            except services.LabelRefused as exc:
+                form.add_error(exc.field, str(exc))
+            else:
+                if saved.created or saved.changes or saved.assignment_moved:
+                    messages.success(request, f"Label saved for #{item.id}.")
+                else:
+                    messages.info(request, f"Nothing changed on #{item.id}.")
+                return redirect(_next_url(queue) if queue else _item_url(item.id))
+    else:
+        preselect = assignment.category_id if assignment and not (blind and assignment_by_reviewer) else None
+        form = LabelForm(initial=LabelForm.initial_for(label=my_label, category_id=preselect))
+    context = _item_context(
+        request, item=item, queue=queue, others=others, blind=blind, my_label=my_label, form=form
+    )
+    return render(request, "labeling/review/item_detail.html", context, status=422 if form.errors else 200)
+
+
+def _item_context(request, *, item, queue, others, blind, my_label, form) -> dict:
+    categories = selectors.categories_open()
+    suggestions = selectors.categories_suggested(item=item, categories=categories)
+    suggested_ids = {s.category.id for s in suggestions}
+    lock = selectors.item_lock(item)
+    lock_held_by_other = (
+        lock is not None and lock.reviewer_id != request.user.id and lock.expires_at > timezone.now()
+    )
+    if queue is not None:
+        previous_id = selectors.label_previous_item_id(reviewer=request.user, item_id=item.id)
+        previous_url = _item_url(previous_id, queue) if previous_id else ""
+        next_url = _next_url(queue)
+        progress = selectors.queue_progress(queue=queue)
+    else:
+        previous_id, next_id = selectors.item_neighbour_ids(item=item)
+        previous_url = _item_url(previous_id) if previous_id else ""
+        next_url = _item_url(next_id) if next_id else ""
+        progress = None
+    selected = form["category"].value()
+    checked_tags = set(form["tags"].value() or [])
+    return {
+        "item": item,
+        "assignment": selectors.item_assignment(item),
+        "blocks": selectors.item_transcript(item=item),
+        "transcript": item.context.get("transcript", "") if isinstance(item.context, dict) else "",
+        "metadata": selectors.item_metadata(item=item),
+        "raw_payload": selectors.item_raw_payload(item=item) if is_admin(request.user) else None,
+        "queue": queue,
+        "progress": progress,
+        "previous_url": previous_url,
+        "next_url": next_url,
+        "lock_held_by_other": lock if lock_held_by_other else None,
+        "blind": blind,
+        "other_labels": [] if blind else others,
+        "hidden_labels": len(others) if blind else 0,
+        "my_label": my_label,
+        "form": form,
+        "suggestions": suggestions,
+        "other_categories": [c for c in categories if c.id not in suggested_ids],
+        "selected_category": str(selected) if selected not in (None, "") else "",
+        "tag_groups": [
+            ("Reward hacking", [(tag, tag in checked_tags) for tag in services.REWARD_HACKING_TAGS]),
+            ("Other", [(tag, tag in checked_tags) for tag in services.COMMON_TAGS]),
+        ],
+        "audit_events": audit_trail(item=item),
+    }
+
+
+@reviewer_required
+@require_GET
+def item_similar(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The similar-items panel, loaded after the page so the vector search never delays it."""
+    similar = selectors.items_similar(item_id=item_id)
+    return render(request, "labeling/review/_similar.html", {"similar": similar})
+
+
+# --- Review queue -------------------------------------------------------------------
+
+
+@reviewer_required
+@require_GET
+def review_queue(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "labeling/review/queue.html",
+        {"rows": selectors.queues_overview(), "selected": request.GET.get("category", "")},
+    )
+
+
+@reviewer_required
+@require_GET
+def review_next(request: HttpRequest) -> HttpResponse:
+    """Lock the next item of a queue for this reviewer and open it in queue mode."""
+    queue = selectors.queue_parse(key=request.GET.get("category"))
+    if queue is None:
+        messages.error(request, "Pick a queue: an open category, unassigned items or double review.")
+        return redirect("review_queue")
+    now = timezone.now()
+    item_id = selectors.queue_own_locked_item(queue=queue, reviewer=request.user, now=now)
+    if item_id is not None:
+        services.review_lock_take(item_id=item_id, reviewer=request.user, now=now)
+    else:
+        skipped = _skipped(request, queue)
+        # Other reviewers may lock the same candidates meanwhile; a few
+        # rounds get past them without looping forever.
+        for _ in range(3):
+            candidates = selectors.queue_candidates(queue=queue, reviewer=request.user, now=now, skipped=skipped)
+            if not candidates:
+                break
+            item_id = services.review_next_take(reviewer=request.user, candidates=candidates, now=now)
+            if item_id is not None:
+                break
+        if item_id is None:
+            if skipped:
+                _skipped_set(request, queue, [])
+                messages.info(
+                    request, f"Nothing left in “{queue.title}” but the {len(skipped)} you skipped; they are back now."
+                )
+            else:
+                messages.info(request, f"Nothing left in “{queue.title}” for you. Well done.")
+            return redirect(f"{reverse('review_queue')}?{urlencode({'category': queue.key})}")
+    return redirect(_item_url(item_id, queue))
+
+
+@reviewer_required
+@require_POST
+def review_skip(request: HttpRequest) -> HttpResponse:
+    """Release the lock on an item and move on; it comes back when the queue runs dry."""
+    queue = selectors.queue_parse(key=request.POST.get("category"))
+    item_id = request.POST.get("item", "")
+    if not item_id.isdigit():
+        messages.error(request, "Nothing to skip.")
+        return redirect("review_queue")
+    services.review_locks_release(reviewer=request.user, item_id=int(item_id))
+    if queue is None:
+        return redirect(_item_url(int(item_id)))
+    _skipped_set(request, queue, _skipped(request, queue) + [int(item_id)])
+    return redirect(_next_url(queue))
+
+
+# --- Agreement ----------------------------------------------------------------------
+
+
+@reviewer_required
+@require_GET
+def agreement(request: HttpRequest) -> HttpResponse:
+    form = DoubleReviewRequestForm() if is_admin(request.user) else None
+    return _agreement_page(request, form=form)
+
+
+def _agreement_page(request: HttpRequest, *, form, status: int = 200) -> HttpResponse:
+    return render(
+        request,
+        "labeling/review/agreement.html",
+        {"summary": selectors.agreement_summary(), "form": form},
+        status=status,
+    )
+
+
+@admin_required
+@require_POST
+def agreement_sample(request: HttpRequest) -> HttpResponse:
+    form = DoubleReviewRequestForm(request.POST)
+    if not form.is_valid():
+        return _agreement_page(request, form=form, status=422)
+    count, category = form.cleaned_data["count"], form.cleaned_data["category"]
+    created = services.double_reviews_request(requested_by=request.user, count=count, category=category)
+    where = f" in “{category.name}”" if category else ""
+    if not created:
+        messages.error(request, f"No labelled items{where} are left to sample; nothing was requested.")
+    elif len(created) < count:
+        messages.warning(request, f"Only {len(created)} labelled items{where} were left; all are in double review now.")
+    else:
+        messages.success(request, f"{len(created)} items{where} are waiting for a second review.")
+    return redirect("agreement")
+
+
+urlpatterns = [
+    path("items/<int:item_id>/", item_detail, name="item_detail"),
+    path("items/<int:item_id>/similar", item_similar, name="item_similar"),
+    path("review/", review_queue, name="review_queue"),
+    path("review/next", review_next, name="review_next"),
+    path("review/skip", review_skip, name="review_skip"),
+    path("agreement/", agreement, name="agreement"),
+    path("agreement/sample", agreement_sample, name="agreement_sample"),
+]

@@ -1,0 +1,489 @@
+"""Reads of the review workflow: queues, the item page, suggestions, agreement."""
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from sklearn.metrics import cohen_kappa_score
+
+from feedback import selectors as feedback_selectors
+from feedback.models import FeedbackItem
+from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock
+from labeling.review_services import OPEN_STATUSES
+from labeling.services import failure_signals
+
+SUGGESTED_MAX = 9
+SIMILAR_K = 8
+# How many unlocked candidates one request tries before it gives up: enough
+# to get past the items other reviewers are locking at the same moment.
+CANDIDATES_PER_TRY = 25
+
+UNASSIGNED = "unassigned"
+DOUBLE = "double"
+
+
+# --- Queues -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A source of work: one category, the unassigned failures, or the double-review sample."""
+
+    key: str
+    title: str
+    category: Category | None = None
+
+
+def queue_parse(*, key: str | None) -> Queue | None:
+    """The queue a ``category=`` value names, or None if it names none (or a closed category)."""
+    key = (key or "").strip()
+    if key == UNASSIGNED:
+        return Queue(key=UNASSIGNED, title="Unassigned items")
+    if key == DOUBLE:
+        return Queue(key=DOUBLE, title="Double review")
+    if not key.isdigit():
+        return None
+    category = Category.objects.filter(id=int(key), status__in=OPEN_STATUSES).first()
+    if category is None:
+        return None
+    return Queue(key=str(category.id), title=category.name, category=category)
+
+
+def queue_items(*, queue: Queue) -> QuerySet[FeedbackItem]:
+    """Every item that belongs to a queue, reviewed or not."""
+    if queue.key == UNASSIGNED:
+        # Failures no category claims; thumbs-up items are not failures to sort.
+        return failure_signals().filter(Q(assignment__isnull=True) | Q(assignment__category__isnull=True))
+    if queue.key == DOUBLE:
+        return FeedbackItem.objects.filter(double_review__isnull=False)
+    return FeedbackItem.objects.filter(assignment__category=queue.category)
+
+
+def _labelled_by(reviewer) -> Exists:
+    return Exists(Label.objects.filter(item=OuterRef("pk"), reviewer=reviewer))
+
+
+def queue_open_items(*, queue: Queue, reviewer) -> QuerySet[FeedbackItem]:
+    """The items of a queue still waiting for this reviewer, in review order.
+
+    A category or the unassigned queue hands out items nobody has labelled:
+    a second opinion is what the double-review queue is for. That queue hands
+    out sampled items with fewer than two labels and none from this reviewer,
+    those already reviewed once first.
+    """
+    items = queue_items(queue=queue).exclude(_labelled_by(reviewer))
+    if queue.key == DOUBLE:
+        return items.annotate(label_count=Count("labels")).filter(label_count__lt=2).order_by("-label_count", "id")
+    return items.exclude(Exists(Label.objects.filter(item=OuterRef("pk")))).order_by("received_at", "id")
+
+
+def queue_candidates(*, queue: Queue, reviewer, now: datetime, skipped: list[int] = ()) -> list[int]:
+    """Item ids this reviewer could be handed next: open and not held by another reviewer's live lock."""
+    held_by_others = ReviewLock.objects.filter(item=OuterRef("pk"), expires_at__gt=now).exclude(reviewer=reviewer)
+    items = queue_open_items(queue=queue, reviewer=reviewer).exclude(Exists(held_by_others))
+    if skipped:
+        items = items.exclude(id__in=list(skipped))
+    return list(items.values_list("id", flat=True)[:CANDIDATES_PER_TRY])
+
+
+def queue_own_locked_item(*, queue: Queue, reviewer, now: datetime) -> int | None:
+    """The item this reviewer already holds in this queue, if it still waits for them."""
+    lock = ReviewLock.objects.filter(reviewer=reviewer, expires_at__gt=now).order_by("-expires_at").first()
+    if lock is None:
+        return None
+    still_open = queue_open_items(queue=queue, reviewer=reviewer).filter(id=lock.item_id).exists()
+    return lock.item_id if still_open else None
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 0
+
+
+def queue_progress(*, queue: Queue) -> Progress:
+    """How many items of the queue are reviewed: labelled at all, or twice for double review."""
+    items = queue_items(queue=queue)
+    if queue.key == DOUBLE:
+        counts = items.annotate(label_count=Count("labels")).aggregate(
+            total=Count("id"), done=Count("id", filter=Q(label_count__gte=2))
+        )
+    else:
+        counts = items.annotate(labelled=Exists(Label.objects.filter(item=OuterRef("pk")))).aggregate(
+            total=Count("id"), done=Count("id", filter=Q(labelled=True))
+        )
+    return Progress(done=counts["done"] or 0, total=counts["total"] or 0)
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    queue: Queue
+    progress: Progress
+
+
+def queues_overview() -> list[QueueRow]:
+    """Every queue a reviewer can pick, with its progress, in four queries."""
+    labelled = Exists(Label.objects.filter(item=OuterRef("item")))
+    per_category = (
+        Assignment.objects.filter(category__status__in=OPEN_STATUSES)
+        .annotate(labelled=labelled)
+        .values("category")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(labelled=True)))
+        .values_list("category", "total", "done")
+    )
+    counts = {category_id: Progress(done=done, total=total) for category_id, total, done in per_category}
+    fixed = [Queue(key=UNASSIGNED, title="Unassigned items"), Queue(key=DOUBLE, title="Double review")]
+    rows = [QueueRow(queue=queue, progress=queue_progress(queue=queue)) for queue in fixed]
+    for category in Category.objects.filter(status__in=OPEN_STATUSES).only("id", "name", "status", "size"):
+        rows.append(
+            QueueRow(
+                queue=Queue(key=str(category.id), title=category.name, category=category),
+                progress=counts.get(category.id, Progress(0, 0)),
+            )
+        )
+    return rows
+
+
+# --- Navigation ---------------------------------------------------------------------
+
+
+def label_previous_item_id(*, reviewer, item_id: int) -> int | None:
+    """The item this reviewer labelled before the given one (or last, if it has no label of theirs)."""
+    labels = Label.objects.filter(reviewer=reviewer).exclude(item_id=item_id)
+    current = Label.objects.filter(reviewer=reviewer, item_id=item_id).values_list("updated_at", "id").first()
+    if current is not None:
+        updated_at, label_id = current
+        labels = labels.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, id__lt=label_id))
+    return labels.order_by("-updated_at", "-id").values_list("item_id", flat=True).first()
+
+
+def item_neighbour_ids(*, item: FeedbackItem) -> tuple[int | None, int | None]:
+    """(previous, next) item ids in the order of the item lists: newest first."""
+    newer = Q(received_at__gt=item.received_at) | Q(received_at=item.received_at, id__gt=item.id)
+    older = Q(received_at__lt=item.received_at) | Q(received_at=item.received_at, id__lt=item.id)
+    previous = FeedbackItem.objects.filter(newer).order_by("received_at", "id").values_list("id", flat=True).first()
+    following = FeedbackItem.objects.filter(older).order_by("-received_at", "-id").values_list("id", flat=True).first()
+    return previous, following
+
+
+# --- The item page ------------------------------------------------------------------
+
+
+def item_for_review(*, item_id: int) -> FeedbackItem | None:
+    """The item with everything its page shows beside it, in one query."""
+    return (
+        FeedbackItem.objects.select_related(
+            "source",
+            "embedding",
+            "assignment__category",
+            "assignment__reviewer",
+            "review_lock__reviewer",
+            "double_review",
+        )
+        .filter(id=item_id)
+        .first()
+    )
+
+
+def item_labels(*, item: FeedbackItem) -> list[Label]:
+    return list(Label.objects.filter(item=item).select_related("reviewer", "category").order_by("created_at", "id"))
+
+
+def categories_open() -> list[Category]:
+    """Categories a reviewer may pick, with their centroids, biggest first."""
+    return list(Category.objects.filter(status__in=OPEN_STATUSES).only("id", "name", "status", "size", "centroid"))
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    number: int
+    category: Category
+    similarity: float | None
+    current: bool
+
+
+def categories_suggested(
+    *, item: FeedbackItem, categories: list[Category], limit: int = SUGGESTED_MAX
+) -> list[Suggestion]:
+    """Up to ``limit`` categories for the number keys: the current one, then the nearest.
+
+    Nearness is the cosine between the item's vector and each centroid (both
+    are L2-normalised float32). Without a vector, the biggest categories
+    follow, so the keys still do something useful.
+    """
+    assignment = item_assignment(item)
+    current_id = assignment.category_id if assignment else None
+    vector = np.frombuffer(item.embedding.vector, dtype=np.float32) if item.embedding_id else None
+    scored: list[tuple[float | None, Category]] = []
+    for category in categories:
+        similarity = None
+        if vector is not None and category.centroid is not None:
+            centroid = np.frombuffer(category.centroid, dtype=np.float32)
+            if centroid.shape == vector.shape:
+                similarity = float(centroid @ vector)
+        scored.append((similarity, category))
+    # Categories with a similarity first (nearest first), then by size: the
+    # list is already biggest first and sort() is stable.
+    scored.sort(key=lambda pair: (pair[0] is None, -(pair[0] or 0.0)))
+    current = [pair for pair in scored if pair[1].id == current_id]
+    rest = [pair for pair in scored if pair[1].id != current_id]
+    return [
+        Suggestion(number=n, category=category, similarity=similarity, current=category.id == current_id)
+        for n, (similarity, category) in enumerate((current + rest)[:limit], start=1)
+    ]
+
+
+def item_assignment(item: FeedbackItem) -> Assignment | None:
+    """The item's assignment, or None (a reverse one-to-one raises instead)."""
+    try:
+        return item.assignment
+    except Assignment.DoesNotExist:
+        return None
+
+
+def item_lock(item: FeedbackItem) -> ReviewLock | None:
+    try:
+        return item.review_lock
+    except ReviewLock.DoesNotExist:
+        return None
+
+
+def item_in_double_review(item: FeedbackItem) -> bool:
+    try:
+        return item.double_review is not None
+    except DoubleReview.DoesNotExist:
+        return False
+
+
+@dataclass(frozen=True)
+class SimilarItem:
+    item: FeedbackItem
+    similarity: float
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.similarity)
+
+
+def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
+    """The k nearest items with what their rows show, in one query after the index search."""
+    neighbours = feedback_selectors.similar_items(item_id=item_id, k=k)
+    if not neighbours:
+        return []
+    rows = (
+        FeedbackItem.objects.select_related("assignment__category")
+        .defer("raw_payload", "context")
+        .in_bulk([n.item_id for n in neighbours])
+    )
+    return [SimilarItem(item=rows[n.item_id], similarity=n.similarity) for n in neighbours if n.item_id in rows]
+
+
+# --- Rendering the rated context ----------------------------------------------------
+
+FENCE = re.compile(r"```([\w.+#-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+@dataclass
+class Segment:
+    kind: str  # "text" or "code"
+    text: str
+    language: str = ""
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str
+    result: str
+    has_result: bool
+
+
+@dataclass
+class Block:
+    role: str
+    segments: list[Segment] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def text_segments(text: Any) -> list[Segment]:
+    """Split text at ``` fences into prose and code, so code keeps its lines and indentation."""
+    if not isinstance(text, str):
+        return [Segment(kind="code", text=_pretty(text), language="json")]
+    segments: list[Segment] = []
+    position = 0
+    for match in FENCE.finditer(text):
+        prose = text[position : match.start()].strip("\n")
+        if prose.strip():
+            segments.append(Segment(kind="text", text=prose))
+        segments.append(Segment(kind="code", text=match.group(2).rstrip("\n"), language=match.group(1)))
+        position = match.end()
+    rest = text[position:].strip("\n")
+    if rest.strip():
+        segments.append(Segment(kind="text", text=rest))
+    return segments
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def _tool_call(raw: Any) -> ToolCall:
+    if not isinstance(raw, dict):
+        return ToolCall(name="tool call", arguments=_pretty(raw), result="", has_result=False)
+    # Products send both the flat shape and OpenAI's {"function": {...}} one.
+    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    name = raw.get("name") or function.get("name") or "tool call"
+    arguments = raw.get("arguments", function.get("arguments", raw.get("input", {})))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    has_result = any(key in raw for key in ("result", "output"))
+    result = raw.get("result", raw.get("output", ""))
+    return ToolCall(name=str(name), arguments=_pretty(arguments), result=_pretty(result), has_result=has_result)
+
+
+def item_transcript(*, item: FeedbackItem) -> list[Block]:
+    """The rated conversation or agent run as labelled blocks, in the order it happened."""
+    context = item.context if isinstance(item.context, dict) else {}
+    blocks: list[Block] = []
+    for message in context.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        block = Block(role=str(message.get("role", "message")), segments=text_segments(message.get("content", "")))
+        block.tool_calls = [_tool_call(call) for call in message.get("tool_calls") or []]
+        blocks.append(block)
+    output = context.get("output")
+    tool_calls = [_tool_call(call) for call in context.get("tool_calls") or []]
+    if tool_calls:
+        blocks.append(Block(role="tool calls", tool_calls=tool_calls))
+    if output not in (None, ""):
+        blocks.append(Block(role="output", segments=text_segments(output)))
+    return blocks
+
+
+def item_metadata(*, item: FeedbackItem) -> str:
+    context = item.context if isinstance(item.context, dict) else {}
+    metadata = context.get("metadata")
+    return _pretty(metadata) if metadata else ""
+
+
+def item_raw_payload(*, item: FeedbackItem) -> str:
+    return _pretty(item.raw_payload)
+
+
+# --- Agreement ----------------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    item: FeedbackItem
+    first: Label
+    second: Label
+    category: Category | None
+
+    @property
+    def verdicts_agree(self) -> bool:
+        return self.first.verdict == self.second.verdict
+
+    @property
+    def categories_agree(self) -> bool:
+        both_failures = self.first.verdict == self.second.verdict == Label.Verdict.FAILURE
+        return not both_failures or self.first.category_id == self.second.category_id
+
+    @property
+    def agrees(self) -> bool:
+        return self.verdicts_agree and self.categories_agree
+
+
+@dataclass
+class CategoryAgreement:
+    category: Category | None
+    items: int
+    agreed: int
+    kappa: float | None
+
+    @property
+    def agreed_percent(self) -> int:
+        return round(100 * self.agreed / self.items) if self.items else 0
+
+
+@dataclass
+class Agreement:
+    rows: list[CategoryAgreement]
+    overall: CategoryAgreement
+    disagreements: list[Pair]
+    requested: int
+    waiting: int
+
+
+def verdict_kappa(first: list[str], second: list[str]) -> float | None:
+    """Cohen's kappa of two reviewers' verdicts; None where it is undefined.
+
+    Kappa is undefined when both reviewers used one and the same verdict for
+    every item (chance agreement is then 1): the page shows the plain
+    agreement instead of a number that means nothing.
+    """
+    if not first or len(set(first) | set(second)) < 2:
+        return None
+    return float(cohen_kappa_score(first, second, labels=Label.Verdict.values))
+
+
+def _agreement_of(category: Category | None, pairs: list[Pair]) -> CategoryAgreement:
+    return CategoryAgreement(
+        category=category,
+        items=len(pairs),
+        agreed=sum(pair.verdicts_agree for pair in pairs),
+        kappa=verdict_kappa([p.first.verdict for p in pairs], [p.second.verdict for p in pairs]),
+    )
+
+
+def agreement_summary() -> Agreement:
+    """Per category: Cohen's kappa between the first two reviews of each double-reviewed item.
+
+    An item's category is its first label's, else its assignment's. Two
+    queries however many items were sampled.
+    """
+    labels = (
+        Label.objects.filter(item__double_review__isnull=False)
+        .select_related("reviewer", "category", "item__assignment__category")
+        .defer("item__raw_payload", "item__context", "item__embed_text")
+        .order_by("item_id", "created_at", "id")
+    )
+    by_item: dict[int, list[Label]] = {}
+    for label in labels:
+        by_item.setdefault(label.item_id, []).append(label)
+    pairs: list[Pair] = []
+    for item_labels_ in by_item.values():
+        if len(item_labels_) < 2:
+            continue
+        first, second = item_labels_[:2]
+        item = first.item
+        category = first.category
+        if category is None and item_assignment(item) is not None:
+            category = item.assignment.category
+        pairs.append(Pair(item=item, first=first, second=second, category=category))
+    grouped: dict[int | None, list[Pair]] = {}
+    for pair in pairs:
+        grouped.setdefault(pair.category.id if pair.category else None, []).append(pair)
+    rows = [_agreement_of(group[0].category, group) for group in grouped.values()]
+    rows.sort(key=lambda row: (-row.items, row.category.name if row.category else ""))
+    requested = DoubleReview.objects.count()
+    return Agreement(
+        rows=rows,
+        overall=_agreement_of(None, pairs),
+        disagreements=[pair for pair in pairs if not pair.agrees],
+        requested=requested,
+        waiting=requested - len(pairs),
+    )

@@ -1,0 +1,268 @@
+"""Writes of the review workflow: labels, review locks, double-review samples."""
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+from labeling.audit import audit_record
+from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock
+
+# A lock outlives a slow read of a long agent run, but not a reviewer who
+# went to lunch: after this the item goes back to the queue.
+LOCK_MINUTES = 10
+
+HINT_MAX_LENGTH = 4000
+CORRECTED_RESPONSE_MAX_LENGTH = 100_000
+OTHER_TAG_MAX_LENGTH = 50
+OTHER_TAGS_MAX = 10
+
+# Tags for models that game their checks instead of doing the task; exports
+# look for these, so keep the spelling stable.
+REWARD_HACKING_TAGS = (
+    "special-cased a test",
+    "claimed success falsely",
+    "read the answer from history",
+    "disabled or skipped tests",
+    "hard-coded expected output",
+)
+COMMON_TAGS = ("wrong file", "ignored instructions", "hallucinated API", "too slow", "verbose")
+LABEL_TAGS = REWARD_HACKING_TAGS + COMMON_TAGS
+
+OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
+
+
+class LabelRefused(Exception):
+    """A label that breaks a rule; the message is one line a reviewer understands."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class LabelSaved:
+    label: Label
+    created: bool
+    # field -> (before, after), only what this save changed
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    assignment_moved: bool = False
+
+
+# --- Labels -------------------------------------------------------------------------
+
+
+def _label_values(label: Label | None) -> dict[str, Any]:
+    if label is None:
+        return {}
+    return {
+        "verdict": label.verdict,
+        "category_id": label.category_id,
+        "severity": label.severity,
+        "tags": list(label.tags),
+        "hint": label.hint,
+        "corrected_response": label.corrected_response,
+        "split": label.split,
+    }
+
+
+def _category_text(category: Category | None) -> str:
+    return f"{category.name} (#{category.id})" if category else "none"
+
+
+def label_save(
+    *,
+    item: FeedbackItem,
+    reviewer,
+    verdict: str,
+    category: Category | None = None,
+    severity: str = "",
+    tags: list[str] | tuple[str, ...] = (),
+    hint: str = "",
+    corrected_response: str = "",
+    split: str = Label.Split.NONE,
+) -> LabelSaved:
+    """Create or update the reviewer's label on an item; LabelRefused if a rule is broken.
+
+    A failure with a category also moves the item's assignment to that
+    category as the reviewer's decision, which cluster runs never undo. The
+    reviewer's lock on the item is released, and the change is audited.
+    """
+    if verdict not in Label.Verdict.values:
+        raise LabelRefused(f"unknown verdict {verdict!r}", field="verdict")
+    if split not in Label.Split.values:
+        raise LabelRefused(f"unknown split {split!r}", field="split")
+    if severity and severity not in FeedbackItem.Severity.values:
+        raise LabelRefused(f"unknown severity {severity!r}", field="severity")
+    if len(hint) > HINT_MAX_LENGTH:
+        raise LabelRefused(f"the hint is longer than {HINT_MAX_LENGTH} characters", field="hint")
+    # A category names what failed; on any other verdict it would only
+    # mislead the category counts and the exports.
+    if verdict != Label.Verdict.FAILURE:
+        category = None
+    now = timezone.now()
+    with transaction.atomic():
+        if category is not None:
+            # Re-read under a lock: a merge or archive may have landed since the form was checked.
+            category = Category.objects.select_for_update().filter(id=category.id).first()
+            if category is None or category.status not in OPEN_STATUSES:
+                raise LabelRefused("that category no longer exists or was merged or archived", field="category")
+        label = Label.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
+        created = label is None
+        before = _label_values(label)
+        if label is None:
+            label = Label(item=item, reviewer=reviewer, created_at=now)
+        label.verdict = verdict
+        label.category = category
+        label.severity = severity
+        label.tags = list(dict.fromkeys(tags))
+        label.hint = hint
+        label.corrected_response = corrected_response
+        label.split = split
+        after = _label_values(label)
+        changes = {name: (before.get(name), value) for name, value in after.items() if before.get(name) != value}
+        if created or changes:
+            label.updated_at = now
+            label.save()
+
+        moved_from = _assignment_move(item=item, reviewer=reviewer, category=category, now=now) if category else None
+        ReviewLock.objects.filter(item=item, reviewer=reviewer).delete()
+
+        if created or changes or moved_from is not None:
+            details = {
+                "verdict": label.verdict,
+                "category": _category_text(category),
+                "split": label.split,
+                "changed": "new label" if created else ", ".join(name.removesuffix("_id") for name in changes),
+            }
+            if moved_from is not None:
+                details["assignment"] = f"{moved_from} → {_category_text(category)}"
+            audit_record(actor=reviewer, action="labelled", item=item, details=details)
+    return LabelSaved(label=label, created=created, changes=changes, assignment_moved=moved_from is not None)
+
+
+def _assignment_move(*, item: FeedbackItem, reviewer, category: Category, now: datetime) -> str | None:
+    """Make the reviewer's category the item's assignment; what it was before, or None if unchanged."""
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",)).select_related("category").filter(item=item).first()
+    )
+    if (
+        assignment is not None
+        and assignment.category_id == category.id
+        and assignment.assigned_by == Assignment.By.REVIEWER
+    ):
+        return None
+    old_category = assignment.category if assignment else None
+    if assignment is None:
+        assignment = Assignment(item=item)
+    assignment.category = category
+    # The model's similarity no longer describes a person's decision.
+    assignment.confidence = None
+    assignment.assigned_by = Assignment.By.REVIEWER
+    assignment.reviewer = reviewer
+    assignment.updated_at = now
+    assignment.save()
+    if old_category is None or old_category.id != category.id:
+        if old_category is not None:
+            Category.objects.filter(id=old_category.id, size__gt=0).update(size=F("size") - 1)
+        Category.objects.filter(id=category.id).update(size=F("size") + 1)
+    if item.status == FeedbackItem.Status.EMBEDDED:
+        # Only an embedded item moves on; one still waiting for its vector
+        # must stay where the pipeline will find it.
+        FeedbackItem.objects.filter(id=item.id, status=FeedbackItem.Status.EMBEDDED).update(
+            status=FeedbackItem.Status.ASSIGNED, status_changed_at=now
+        )
+    return _category_text(old_category)
+
+
+# --- Review locks -------------------------------------------------------------------
+
+
+def review_lock_take(*, item_id: int, reviewer, now: datetime | None = None) -> bool:
+    """Lock an item for the reviewer; False if another reviewer holds a live lock.
+
+    Race-free on every database: an expired lock is taken over by a
+    conditional UPDATE (a second writer re-checks the condition and finds the
+    lock live), and a missing one by an INSERT that the unique item column
+    lets only one reviewer win.
+    """
+    now = now or timezone.now()
+    expires_at = now + timedelta(minutes=LOCK_MINUTES)
+    with transaction.atomic():
+        taken = (
+            ReviewLock.objects.filter(item_id=item_id)
+            .filter(Q(expires_at__lte=now) | Q(reviewer=reviewer))
+            .update(reviewer=reviewer, expires_at=expires_at)
+        )
+        if taken:
+            return True
+        try:
+            with transaction.atomic():
+                ReviewLock.objects.create(item_id=item_id, reviewer=reviewer, expires_at=expires_at)
+        except IntegrityError:
+            return False
+    return True
+
+
+def review_locks_release(*, reviewer, item_id: int | None = None, keep_item_id: int | None = None) -> int:
+    """Drop the reviewer's locks (one item's, or all but one); how many were dropped."""
+    locks = ReviewLock.objects.filter(reviewer=reviewer)
+    if item_id is not None:
+        locks = locks.filter(item_id=item_id)
+    if keep_item_id is not None:
+        locks = locks.exclude(item_id=keep_item_id)
+    return locks.delete()[0]
+
+
+def review_next_take(*, reviewer, candidates, now: datetime | None = None) -> int | None:
+    """Lock the first candidate item id nobody else holds; its id, or None when all are taken.
+
+    The reviewer keeps one lock at a time, so moving on frees the last item.
+    """
+    now = now or timezone.now()
+    for item_id in candidates:
+        if review_lock_take(item_id=item_id, reviewer=reviewer, now=now):
+            review_locks_release(reviewer=reviewer, keep_item_id=item_id)
+            return item_id
+    return None
+
+
+# --- Double review ------------------------------------------------------------------
+
+
+def double_reviews_request(
+    *, requested_by, count: int, category: Category | None = None, rng: random.Random | None = None
+) -> list[DoubleReview]:
+    """Pick a random sample of labelled items for a second, independent review.
+
+    Only items that already carry a label are sampled: agreement compares a
+    second review with a first, and an item already in the sample is not
+    picked again.
+    """
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    pool = FeedbackItem.objects.filter(labels__isnull=False, double_review__isnull=True)
+    if category is not None:
+        pool = pool.filter(Q(assignment__category=category) | Q(labels__category=category))
+    item_ids = sorted(set(pool.values_list("id", flat=True)))
+    chosen = (rng or random.SystemRandom()).sample(item_ids, min(count, len(item_ids)))
+    now = timezone.now()
+    with transaction.atomic():
+        DoubleReview.objects.bulk_create(
+            [DoubleReview(item_id=item_id, requested_by=requested_by, created_at=now) for item_id in sorted(chosen)],
+            ignore_conflicts=True,
+        )
+        created = list(DoubleReview.objects.filter(item_id__in=chosen, created_at=now, requested_by=requested_by))
+        if created:
+            audit_record(
+                actor=requested_by,
+                action="requested double review",
+                category=category,
+                details={"items": len(created), "asked for": count},
+            )
+    return created

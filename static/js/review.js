@@ -1,0 +1,113 @@
+// Keyboard shortcuts of the item page (see the ? overlay). No inline
+// scripts: everything the page tells us comes from data attributes.
+(function () {
+  "use strict";
+
+  const root = document.getElementById("review");
+  if (!root) return;
+  const form = document.getElementById("label-form");
+  const overlay = document.getElementById("shortcuts");
+  const skipForm = document.getElementById("skip-form");
+  const select = document.getElementById("id_category");
+  const chips = Array.from(document.querySelectorAll(".suggestions [data-pick]"));
+
+  // Fields where a key is text, not a command. Checkboxes and radios are
+  // not: after ticking a tag the reviewer should still be able to press c.
+  const TEXT_INPUT = /^(text|search|email|url|number|password|tel)$/;
+  function isTyping(element) {
+    if (!element || element === document.body) return false;
+    if (element.isContentEditable) return true;
+    const tag = element.tagName;
+    if (tag === "TEXTAREA" || tag === "SELECT") return true;
+    return tag === "INPUT" && TEXT_INPUT.test(element.type || "text");
+  }
+
+  function overlayOpen() { return overlay && !overlay.hidden; }
+  function showOverlay() {
+    if (!overlay) return;
+    overlay.hidden = false;
+    const close = document.getElementById("shortcuts-close");
+    if (close) close.focus();
+  }
+  function hideOverlay() { if (overlay) overlay.hidden = true; }
+
+  function go(url) { if (url) window.location.assign(url); }
+
+  function pick(categoryId) {
+    if (!select) return;
+    select.value = String(categoryId);
+    syncChips();
+  }
+  function syncChips() {
+    chips.forEach(function (chip) {
+      const on = select && chip.dataset.pick === select.value;
+      chip.classList.toggle("picked", on);
+      chip.setAttribute("aria-pressed", on ? "true" : "false");
+    });
+  }
+
+  function submitWithVerdict(verdict) {
+    if (!form) return;
+    const radio = form.querySelector('input[name="verdict"][value="' + verdict + '"]');
+    if (radio) radio.checked = true;
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  }
+
+  function skip() {
+    if (skipForm) {
+      if (skipForm.requestSubmit) skipForm.requestSubmit(); else skipForm.submit();
+    } else {
+      go(root.dataset.nextUrl);
+    }
+  }
+
+  chips.forEach(function (chip) {
+    chip.addEventListener("click", function () { pick(chip.dataset.pick); });
+  });
+  if (select) select.addEventListener("change", syncChips);
+
+  const open = document.getElementById("shortcuts-open");
+  if (open) open.addEventListener("click", showOverlay);
+  const close = document.getElementById("shortcuts-close");
+  if (close) close.addEventListener("click", hideOverlay);
+  if (overlay) overlay.addEventListener("click", function (event) { if (event.target === overlay) hideOverlay(); });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    const key = event.key;
+    if (key === "Escape") {
+      if (overlayOpen()) { hideOverlay(); event.preventDefault(); return; }
+      if (isTyping(document.activeElement)) { document.activeElement.blur(); event.preventDefault(); }
+      return;
+    }
+    if (isTyping(event.target)) return;
+    if (overlayOpen()) {
+      if (key === "?") { hideOverlay(); event.preventDefault(); }
+      return;
+    }
+
+    if (key >= "1" && key <= "9") {
+      const chip = chips.find(function (c) { return c.dataset.number === key; });
+      if (chip) { pick(chip.dataset.pick); event.preventDefault(); }
+      return;
+    }
+    switch (key) {
+      case "?": showOverlay(); break;
+      // In queue mode the current item is locked and unlabelled: moving on
+      // must release it, which is what skip does.
+      case "j": if (root.dataset.queue) skip(); else go(root.dataset.nextUrl); break;
+      case "k": go(root.dataset.previousUrl); break;
+      case "c": submitWithVerdict("failure"); break;
+      case "n": submitWithVerdict("not_failure"); break;
+      case "h": {
+        const hint = document.getElementById("id_hint");
+        if (!hint) return;
+        hint.focus();
+        break;
+      }
+      case "s": skip(); break;
+      default: return;
+    }
+    event.preventDefault();
+  });
+})();
