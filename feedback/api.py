@@ -8,7 +8,7 @@ shape, then the events one by one.
 import time
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from ninja import Router, Schema, Status
 
 from config.apitools import ApiError, error_responses, json_body_schema, read_json_body, validate_model
@@ -122,7 +122,9 @@ def receive_events(request: HttpRequest, slug: str):
         "duplicate": result.outcomes[0].status == "duplicate" if single else None,
         "results": [vars(outcome) for outcome in result.outcomes],
     }
-    return Status(207 if invalid else 202, answer)
+    # The answer already has IngestOut's shape; JsonResponse skips re-validating
+    # it, which costs as much as validating the events of a batch of 500.
+    return JsonResponse(answer, status=207 if invalid else 202)
 
 
 def authenticate_token(request: HttpRequest) -> ApiToken:

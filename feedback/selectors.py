@@ -13,7 +13,14 @@ class TokenRefused(Exception):
 
 
 def source_for_webhook(*, slug: str) -> Source | None:
-    return Source.objects.filter(slug=slug, is_active=True).first()
+    """The active source a webhook URL names.
+
+    Every delivery runs this first, so it is a raw query: the ORM spends
+    several times longer building ``filter(...).first()`` than the database
+    spends answering it.
+    """
+    query = f"SELECT * FROM {Source._meta.db_table} WHERE slug = %s AND is_active LIMIT 1"
+    return next(iter(Source.objects.raw(query, [slug])), None)
 
 
 def api_token_authenticate(*, raw_token: str) -> ApiToken:

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
@@ -166,11 +167,38 @@ def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID) -> set
     """Insert the items that are new; returns the external ids this call stored."""
     if not items:
         return set()
-    with transaction.atomic():
-        FeedbackItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=500)
-        new_rows = list(FeedbackItem.objects.filter(receipt_id=receipt_id).values_list("id", "external_id"))
-        items_enqueue_after_commit(item_ids=[item_id for item_id, _ in new_rows])
+    if connection.vendor == "postgresql":
+        new_rows = _items_insert_returning(items)
+    else:
+        with transaction.atomic():
+            FeedbackItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=500)
+            new_rows = list(FeedbackItem.objects.filter(receipt_id=receipt_id).values_list("id", "external_id"))
+    # Outside a transaction this queues at once (the INSERT has committed);
+    # inside a caller's transaction, when that one commits.
+    items_enqueue_after_commit(item_ids=[item_id for item_id, _ in new_rows])
     return {external_id for _, external_id in new_rows}
+
+
+def _items_insert_returning(items: list[FeedbackItem]) -> list[tuple[int, str]]:
+    """One ``INSERT .. ON CONFLICT DO NOTHING RETURNING`` for all the items (PostgreSQL).
+
+    The rows travel as one JSON document that the server unpacks with
+    json_populate_recordset: bulk_create spends most of a batch's time
+    escaping the JSON columns into array literals, and cannot say which rows
+    it inserted when it ignores conflicts. RETURNING names exactly the rows
+    this statement stored, and one statement needs no explicit transaction.
+    """
+    fields = [f for f in FeedbackItem._meta.concrete_fields if not f.primary_key]
+    table = connection.ops.quote_name(FeedbackItem._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    rows = [{f.column: getattr(item, f.attname) for f in fields} for item in items]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM json_populate_recordset(NULL::{table}, %s) "
+            "ON CONFLICT DO NOTHING RETURNING id, external_id",
+            [orjson.dumps(rows).decode()],  # datetimes and UUIDs natively, far faster than json.dumps
+        )
+        return cursor.fetchall()
 
 
 def report_item_build(
