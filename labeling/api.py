@@ -1,5 +1,159 @@
-"""Labeling API: /api/v1/compare."""
+"""Labeling API: /api/v1/compare, the model-version comparison as JSON or CSV.
 
-from ninja import Router
+Checks in a fixed order, each stopping at the first problem: who is asking
+(a bearer token, else a reviewer's session), the format, then the
+comparison's own parameters (labeling.compare.compare_params_parse).
+"""
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from config.apitools import ApiError, error_responses
+from feedback import services as feedback_services
+from feedback.api import authenticate_token
+from labeling import compare
+from labeling.permissions import is_reviewer
 
 router = Router(tags=["compare"])
+
+
+class CompareSideOut(Schema):
+    spec: str
+    version: str
+    variant: str | None
+    ratings: int
+    up: int
+    down: int
+    reports: int
+    uncategorized_down: int
+    up_rate: float | None
+    up_rate_ci: list[float | None] | None
+
+
+class CompareCategoryOut(Schema):
+    category_id: int
+    name: str
+    status: str
+    signals_a: int
+    signals_b: int
+    down_a: int
+    down_b: int
+    rate_a: float | None
+    rate_b: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    z: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    tested: bool
+    significant: bool
+    direction: str
+    is_new: bool
+    is_gone: bool
+    items_a_url: str
+    items_b_url: str
+
+
+class CompareOverallOut(Schema):
+    up_rate_difference: float | None
+    ci: list[float | None] | None
+    p_value: float | None
+
+
+class CompareSeriesLineOut(Schema):
+    label: str
+    side: str
+    variant: str
+    n: list[int]
+    up: list[int]
+    rate: list[float | None]
+    low: list[float | None]
+    high: list[float | None]
+
+
+class CompareSeriesOut(Schema):
+    bucket: str
+    buckets: list[str]
+    lines: list[CompareSeriesLineOut]
+
+
+class CompareOut(Schema):
+    a: CompareSideOut
+    b: CompareSideOut
+    from_: str = Field(alias="from")
+    to: str
+    denominator: str
+    difference: str
+    confidence: float
+    interval: str
+    test: str
+    correction: str
+    alpha: float
+    min_expected: int
+    min_down_total: int
+    tested: int
+    overall: CompareOverallOut
+    categories: list[CompareCategoryOut]
+    series: CompareSeriesOut
+
+
+def _authorize(request: HttpRequest) -> None:
+    # A token, when one is sent, decides: a script with a stale token should hear so
+    # even from a browser that also holds a session.
+    if request.headers.get("Authorization"):
+        token = authenticate_token(request)
+        feedback_services.api_token_touch(token=token)
+        return
+    if not request.user.is_authenticated:
+        raise ApiError(401, "log in, or send 'Authorization: Bearer <token>'")
+    if not is_reviewer(request.user):
+        raise ApiError(403, "comparisons need the reviewer role")
+
+
+@router.get(
+    "/compare",
+    response={200: CompareOut, **error_responses(401, 403, 404, 422)},
+    # "from" is a Python keyword: the schema spells it from_ and answers with its alias.
+    by_alias=True,
+    summary="Compare two model versions (or two variants) per failure category",
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The comparison: JSON by default, one row per category with format=csv.",
+                "content": {"text/csv": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
+def compare_versions(
+    request: HttpRequest,
+    a: str = Query("", description="Baseline: `version` or `version:variant`, e.g. `2.1` or `2.1:A`."),
+    b: str = Query("", description="The newer side, same form. Differences are b - a."),
+    date_from: str = Query("", alias="from", description="First day, YYYY-MM-DD (default: 90 days before `to`)."),
+    to: str = Query("", description="Last day, YYYY-MM-DD, inclusive (default: today)."),
+    bucket: str = Query("", description="`day` or `week` for the thumbs-up series (default: by the window's length)."),
+    format: str = Query("json", description="`json` or `csv`."),  # noqa: A002 - the query parameter's public name
+):
+    """Per category: signals, thumbs-down count and rate on each side, the difference with a
+    95% Newcombe interval, a two-proportion z-test with Holm's correction, and a flag.
+
+    Rate = thumbs-down ratings assigned to the category / all ratings of that side in the
+    range. Authenticate with a reviewer's session or ``Authorization: Bearer <token>``.
+    """
+    _authorize(request)
+    if format not in ("json", "csv"):
+        raise ApiError(422, "format: must be 'json' or 'csv'", "format")
+    try:
+        params = compare.compare_params_parse(a=a, b=b, date_from=date_from, date_to=to, bucket=bucket)
+    except compare.CompareError as exc:
+        raise ApiError(exc.status, exc.message, exc.field) from None
+    comparison = compare.comparison_build(params=params)
+    if format == "csv":
+        response = HttpResponse(compare.comparison_csv(comparison), content_type="text/csv; charset=utf-8")
+        filename = f"compare_{params.a.spec}_vs_{params.b.spec}_{params.date_from}_{params.date_to}.csv"
+        safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in filename)
+        response["Content-Disposition"] = f'attachment; filename="{safe}"'
+        return response
+    return compare.comparison_json(comparison)

@@ -150,9 +150,49 @@ class AuditEvent(models.Model):
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     action = models.CharField(max_length=50)
     item = models.ForeignKey(FeedbackItem, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
-    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
+    # History outlives what it describes: deleting a category keeps its events.
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+
+class SavedComparison(models.Model):
+    """Two sides (a model version, or one variant of it) and a date window.
+
+    Side ``b`` is read as the newer model: a regression is a category whose
+    thumbs-down rate is significantly higher on ``b`` than on ``a``.
+    """
+
+    name = models.CharField(max_length=200, blank=True, default="")
+    a_version = models.CharField(max_length=100)
+    a_variant = models.CharField(max_length=100, blank=True, default="")
+    b_version = models.CharField(max_length=100)
+    b_variant = models.CharField(max_length=100, blank=True, default="")
+    # Either a fixed window (date_from/date_to) or a rolling one that always
+    # ends today (window_days), so a watched comparison keeps up with new data.
+    date_from = models.DateField(null=True, blank=True)
+    date_to = models.DateField(null=True, blank=True)
+    window_days = models.PositiveIntegerField(null=True, blank=True)
+    pinned = models.BooleanField(default=True, help_text="Shown and watched on the overview page.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        app_label = "labeling"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name or f"{self.a_spec} vs {self.b_spec}"
+
+    @property
+    def a_spec(self) -> str:
+        return f"{self.a_version}:{self.a_variant}" if self.a_variant else self.a_version
+
+    @property
+    def b_spec(self) -> str:
+        return f"{self.b_version}:{self.b_variant}" if self.b_variant else self.b_version

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from labeling import selectors
+from labeling.compare import pinned_regressions
 from labeling.permissions import is_reviewer, reviewer_required
 from labeling.search_form import SearchForm
 
@@ -23,6 +24,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "versions": selectors.version_summary(),
         "top_categories": selectors.top_categories(limit=10),
         "health": selectors.pipeline_health(),
+        "pinned_comparisons": pinned_regressions(),
     }
     return render(request, "labeling/overview.html", context)
 

@@ -1,3 +1,119 @@
-"""Model-version comparison pages."""
+"""Model-version comparison pages: /compare/ and its saved (pinned) comparisons.
 
-urlpatterns: list = []
+Thin views: parse the query, call labeling.compare, render. A comparison that
+cannot be made (a missing or unknown version, a bad date) renders the page
+with the form and the error, at the status the API would answer.
+"""
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from labeling import compare
+from labeling.permissions import reviewer_required
+
+
+def _form_values(request: HttpRequest, choices: dict) -> dict:
+    """What the form shows: the query as given, or the two most recent versions."""
+    given = any(request.GET.get(key) for key in ("a", "b", "from", "to"))
+    return {
+        "a": request.GET.get("a", "" if given else choices["default_a"]),
+        "b": request.GET.get("b", "" if given else choices["default_b"]),
+        "from": request.GET.get("from", ""),
+        "to": request.GET.get("to", ""),
+        "bucket": request.GET.get("bucket", ""),
+    }
+
+
+@reviewer_required
+@require_GET
+def compare_page(request: HttpRequest) -> HttpResponse:
+    choices = compare.side_choices()
+    form = _form_values(request, choices)
+    context = {
+        "choices": choices,
+        "form": form,
+        "saved": compare.saved_comparisons(),
+        "denominator": compare.DENOMINATOR,
+        "alpha": compare.ALPHA,
+        "min_expected": compare.MIN_EXPECTED,
+        "min_down_total": compare.MIN_DOWN_TOTAL,
+        "default_window_days": compare.DEFAULT_WINDOW_DAYS,
+    }
+    if not any(request.GET.get(key) for key in ("a", "b")):
+        # The first visit: the form, pre-filled, and nothing computed yet.
+        return render(request, "labeling/compare/page.html", context)
+    try:
+        params = compare.compare_params_parse(
+            a=form["a"], b=form["b"], date_from=form["from"], date_to=form["to"], bucket=form["bucket"]
+        )
+    except compare.CompareError as exc:
+        context["error"] = exc
+        return render(request, "labeling/compare/page.html", context, status=exc.status)
+    comparison = compare.comparison_build(params=params)
+    context |= {
+        "params": params,
+        "comparison": comparison,
+        "chart": compare.chart_data(comparison),
+    }
+    return render(request, "labeling/compare/page.html", context)
+
+
+@reviewer_required
+@require_POST
+def saved_create(request: HttpRequest) -> HttpResponse:
+    try:
+        params = compare.compare_params_parse(
+            a=request.POST.get("a", ""),
+            b=request.POST.get("b", ""),
+            date_from=request.POST.get("from", ""),
+            date_to=request.POST.get("to", ""),
+        )
+    except compare.CompareError as exc:
+        messages.error(request, f"Not saved: {exc.message}")
+        return redirect("compare")
+    saved = compare.saved_comparison_create(
+        params=params,
+        name=request.POST.get("name", ""),
+        rolling=request.POST.get("rolling") == "1",
+        pinned=request.POST.get("pinned", "1") == "1",
+        user=request.user,
+    )
+    messages.success(request, f"Saved “{saved}”{' and pinned it to the overview' if saved.pinned else ''}.")
+    return redirect(params.url)
+
+
+@reviewer_required
+@require_POST
+def saved_pin(request: HttpRequest, saved_id: int) -> HttpResponse:
+    pinned = request.POST.get("pinned") == "1"
+    if compare.saved_comparison_set_pinned(saved_id=saved_id, pinned=pinned):
+        messages.success(request, "Pinned to the overview." if pinned else "Unpinned from the overview.")
+    else:
+        messages.error(request, "That saved comparison no longer exists.")
+    target = request.POST.get("next", "")
+    # Only pages of this site: the overview and the compare page post back here.
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect("compare")
+
+
+@reviewer_required
+@require_POST
+def saved_delete(request: HttpRequest, saved_id: int) -> HttpResponse:
+    if compare.saved_comparison_delete(saved_id=saved_id):
+        messages.success(request, "Deleted the saved comparison.")
+    else:
+        messages.error(request, "That saved comparison no longer exists.")
+    return redirect("compare")
+
+
+urlpatterns = [
+    path("compare/", compare_page, name="compare"),
+    path("compare/saved/", saved_create, name="compare_saved_create"),
+    path("compare/saved/<int:saved_id>/pin", saved_pin, name="compare_saved_pin"),
+    path("compare/saved/<int:saved_id>/delete", saved_delete, name="compare_saved_delete"),
+]

@@ -1,0 +1,933 @@
+"""Model-version comparison: which failure categories a new model made better or worse.
+
+Two *sides* (a model version, or one variant of a version) are compared over
+a date window. Side ``a`` is the baseline and side ``b`` the newer model, so a
+difference is always ``b - a`` and a positive one means more thumbs-down on
+``b``: a regression.
+
+Per category the rate is *thumbs-down ratings assigned to the category /
+all ratings of that side in the window* (thumbs-up and thumbs-down; reports
+carry no rating and are counted as signals only). With one denominator per
+side the rates of the categories add up to the side's overall thumbs-down
+share that landed in a category, and a version that gets more traffic is not
+penalised for it.
+
+Statistics (no scipy needed, and every figure is reproducible by hand):
+
+- interval of one rate: Wilson score interval;
+- interval of a difference: Newcombe's hybrid score interval (method 10),
+  which, unlike the Wald interval, stays inside [-1, 1] and behaves with
+  zero counts, which new and vanished categories always have;
+- flag: two-sided pooled two-proportion z-test, p-values corrected with Holm
+  over the categories tested, significant below ``ALPHA``.
+
+Reads run as one aggregate query (day x version x variant x kind x rating x
+category) plus one for the category names, whatever the number of categories
+or pinned comparisons.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from urllib.parse import urlencode
+
+from django.db.models import Count, Max, Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+from labeling.models import Category
+from labeling.models import SavedComparison
+
+Z95 = 1.959963984540054  # the 97.5% point of the standard normal: 95% two-sided
+ALPHA = 0.05
+# The z-test leans on the normal approximation; below these counts it is not
+# trusted and the category is shown but never flagged. Five expected events
+# per side under the pooled rate is the textbook rule for a 2x2 table.
+MIN_EXPECTED = 5
+MIN_DOWN_TOTAL = 10
+DEFAULT_WINDOW_DAYS = 90
+# Longer windows are drawn by week: a daily line over a year is unreadable.
+MAX_DAILY_BUCKETS = 31
+MAX_DAILY_BUCKETS_ASKED = 366
+OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
+MAX_PINS_ON_OVERVIEW = 10
+DENOMINATOR = (
+    "Rate = thumbs-down ratings assigned to the category / all ratings (up and down) of that side "
+    "in the date range. Reports count as signals, not in the rates."
+)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+# --- Statistics ---------------------------------------------------------------------------
+
+
+def wilson_interval(*, successes: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion; (0, 1) when there is nothing to go on."""
+    if total <= 0:
+        return 0.0, 1.0
+    p = successes / total
+    z2 = z * z
+    denominator = 1 + z2 / total
+    centre = (p + z2 / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total)) / denominator
+    # At 0 and at total the bound is exactly 0 (or 1); the formula leaves rounding dust there.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == total else min(1.0, centre + half)
+    return low, high
+
+
+def newcombe_interval(*, x_a: int, n_a: int, x_b: int, n_b: int, z: float = Z95) -> tuple[float, float, float]:
+    """``p_b - p_a`` with Newcombe's hybrid score interval: (difference, low, high)."""
+    p_a, p_b = x_a / n_a, x_b / n_b
+    low_a, high_a = wilson_interval(successes=x_a, total=n_a, z=z)
+    low_b, high_b = wilson_interval(successes=x_b, total=n_b, z=z)
+    difference = p_b - p_a
+    low = difference - math.sqrt((p_b - low_b) ** 2 + (high_a - p_a) ** 2)
+    high = difference + math.sqrt((high_b - p_b) ** 2 + (p_a - low_a) ** 2)
+    return difference, low, high
+
+
+def two_proportion_z_test(*, x_a: int, n_a: int, x_b: int, n_b: int) -> tuple[float, float]:
+    """Pooled two-proportion z-test of ``p_b - p_a``: (z, two-sided p-value)."""
+    pooled = (x_a + x_b) / (n_a + n_b)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b))
+    if se == 0:
+        # Both sides all zero (or all one): no evidence of any difference.
+        return 0.0, 1.0
+    z = (x_b / n_b - x_a / n_a) / se
+    return z, math.erfc(abs(z) / math.sqrt(2))
+
+
+def normal_approximation_holds(*, x_a: int, n_a: int, x_b: int, n_b: int) -> bool:
+    """Enough events for the z-test: a minimum total, and the expected counts rule on both sides."""
+    if n_a <= 0 or n_b <= 0 or x_a + x_b < MIN_DOWN_TOTAL:
+        return False
+    pooled = (x_a + x_b) / (n_a + n_b)
+    return min(n_a, n_b) * min(pooled, 1 - pooled) >= MIN_EXPECTED
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda index: p_values[index])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, index in enumerate(order):
+        # max() keeps the adjusted values monotone, as the step-down procedure stops at the first failure.
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+# --- Parameters ---------------------------------------------------------------------------
+
+
+class CompareError(Exception):
+    """A comparison that cannot be made: the status, a message a person understands, the field."""
+
+    def __init__(self, status: int, message: str, field: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a model version, or one variant of it."""
+
+    version: str
+    variant: str = ""
+
+    @property
+    def spec(self) -> str:
+        return f"{self.version}:{self.variant}" if self.variant else self.version
+
+    @property
+    def label(self) -> str:
+        return f"{self.version} · {self.variant}" if self.variant else self.version
+
+    def matches(self, version: str, variant: str) -> bool:
+        return version == self.version and (not self.variant or variant == self.variant)
+
+    def overlaps(self, other: Side) -> bool:
+        if self.version != other.version:
+            return False
+        return not self.variant or not other.variant or self.variant == other.variant
+
+
+@dataclass(frozen=True)
+class CompareParams:
+    a: Side
+    b: Side
+    date_from: date
+    date_to: date
+    bucket: str  # "day" | "week"
+
+    @property
+    def days(self) -> int:
+        return (self.date_to - self.date_from).days + 1
+
+    def query(self) -> dict[str, str]:
+        return {"a": self.a.spec, "b": self.b.spec, "from": self.date_from.isoformat(), "to": self.date_to.isoformat()}
+
+    @property
+    def url(self) -> str:
+        return "/compare/?" + urlencode(self.query())
+
+    @property
+    def api_json_url(self) -> str:
+        return "/api/v1/compare?" + urlencode(self.query())
+
+    @property
+    def api_csv_url(self) -> str:
+        return "/api/v1/compare?" + urlencode(self.query() | {"format": "csv"})
+
+
+def _parse_date(value: str, *, field: str) -> date | None:
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        if not _DATE.match(value):
+            raise ValueError
+        return date.fromisoformat(value)
+    except ValueError:
+        raise CompareError(422, f"{field}: '{value}' is not a date; use YYYY-MM-DD", field) from None
+
+
+def _known_pairs(specs: Iterable[str]) -> set[tuple[str, str]]:
+    """(version, variant) pairs that exist among the versions the specs could name; one query."""
+    versions = set()
+    for spec in specs:
+        versions.add(spec)
+        if ":" in spec:
+            versions.add(spec.rsplit(":", 1)[0])
+    return set(
+        FeedbackItem.objects.filter(model_version__in=versions)
+        .values_list("model_version", "variant")
+        .distinct()
+        .order_by()
+    )
+
+
+def _resolve_side(spec: str, *, known: set[tuple[str, str]], field: str) -> Side:
+    # The whole spec as a version first, so a version that itself holds ":" still works.
+    if any(version == spec for version, _ in known):
+        return Side(spec)
+    if ":" in spec:
+        version, variant = spec.rsplit(":", 1)
+        if (version, variant) in known:
+            return Side(version, variant)
+        if any(v == version for v, _ in known):
+            raise CompareError(404, f"{field}: version '{version}' has no variant '{variant}'", field)
+    raise CompareError(404, f"{field}: no feedback for model version '{spec}'", field)
+
+
+def compare_params_parse(
+    *, a: str, b: str, date_from: str = "", date_to: str = "", bucket: str = "", today: date | None = None
+) -> CompareParams:
+    """Checks, in order, each stopping at the first problem: presence, dates, bucket, a == b, known sides, overlap."""
+    a, b = a.strip(), b.strip()
+    if not a:
+        raise CompareError(422, "a: pick the baseline model version (a)", "a")
+    if not b:
+        raise CompareError(422, "b: pick the model version to compare with it (b)", "b")
+    start = _parse_date(date_from, field="from")
+    end = _parse_date(date_to, field="to")
+    today = today or timezone.localdate()
+    end = end or max(today, start or today)
+    start = start or end - timedelta(days=DEFAULT_WINDOW_DAYS - 1)
+    if start > end:
+        raise CompareError(422, f"to: the end date {end} is before the start date {start}", "to")
+    days = (end - start).days + 1
+    bucket = bucket.strip() or ("day" if days <= MAX_DAILY_BUCKETS else "week")
+    if bucket not in ("day", "week"):
+        raise CompareError(422, "bucket: must be 'day' or 'week'", "bucket")
+    if bucket == "day" and days > MAX_DAILY_BUCKETS_ASKED:
+        raise CompareError(422, f"bucket: daily buckets go up to {MAX_DAILY_BUCKETS_ASKED} days; use 'week'", "bucket")
+    if a == b:
+        raise CompareError(422, "b: compare two different versions or variants; a and b are the same", "b")
+    known = _known_pairs([a, b])
+    side_a = _resolve_side(a, known=known, field="a")
+    side_b = _resolve_side(b, known=known, field="b")
+    if side_a == side_b:
+        raise CompareError(422, "b: compare two different versions or variants; a and b are the same", "b")
+    if side_a.overlaps(side_b):
+        # A version against one of its own variants shares ratings: the test needs independent samples.
+        raise CompareError(422, f"b: {side_b.label} is part of {side_a.label}; compare two variants of it instead", "b")
+    return CompareParams(a=side_a, b=side_b, date_from=start, date_to=end, bucket=bucket)
+
+
+# --- Reading the counts ------------------------------------------------------------------
+
+
+def _window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
+    # Bounds on occurred_at itself (not its date) so the (model_version, occurred_at) index serves the query.
+    zone = timezone.get_current_timezone()
+    start = timezone.make_aware(datetime.combine(date_from, time.min), zone)
+    end = timezone.make_aware(datetime.combine(date_to + timedelta(days=1), time.min), zone)
+    return start, end
+
+
+def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date) -> list[dict]:
+    """Counts by day, version, variant, kind, rating and category for the given sides: one query."""
+    match = Q(pk__in=[])
+    for side in set(sides):
+        condition = Q(model_version=side.version)
+        if side.variant:
+            condition &= Q(variant=side.variant)
+        match |= condition
+    start, end = _window(date_from, date_to)
+    return list(
+        FeedbackItem.objects.filter(match, occurred_at__gte=start, occurred_at__lt=end)
+        .annotate(day=TruncDate("occurred_at"))
+        .values("day", "model_version", "variant", "kind", "rating", "assignment__category_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+
+
+def _categories(rows: Iterable[dict]) -> dict[int, Category]:
+    ids = {row["assignment__category_id"] for row in rows if row["assignment__category_id"]}
+    if not ids:
+        return {}
+    return {category.id: category for category in Category.objects.filter(id__in=ids).only("id", "name", "status")}
+
+
+# --- The comparison ------------------------------------------------------------------------
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def _signed(value: float) -> str:
+    text = f"{value * 100:+.1f}"
+    # A difference that rounds to nothing has no sign worth showing.
+    return "0.0" if text in ("+0.0", "-0.0") else text
+
+
+def points(value: float | None) -> str:
+    return "–" if value is None else f"{_signed(value)} pp"
+
+
+def interval_points(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{_signed(low)}, {_signed(high)}]"
+
+
+def format_p(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+@dataclass
+class SideSummary:
+    side: Side
+    ratings: int = 0
+    down: int = 0
+    up: int = 0
+    reports: int = 0
+    # Thumbs-down outside any open category: unassigned, or in an archived one.
+    uncategorized_down: int = 0
+    up_rate: float | None = None
+    up_low: float | None = None
+    up_high: float | None = None
+
+    @property
+    def up_rate_display(self) -> str:
+        return percent(self.up_rate)
+
+    @property
+    def up_ci_display(self) -> str:
+        return "" if self.up_low is None else f"[{percent(self.up_low)}, {percent(self.up_high)}]"
+
+
+@dataclass
+class CategoryRow:
+    category_id: int
+    name: str
+    status: str
+    signals_a: int = 0
+    signals_b: int = 0
+    down_a: int = 0
+    down_b: int = 0
+    rate_a: float | None = None
+    rate_b: float | None = None
+    difference: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    z: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    tested: bool = False
+    significant: bool = False
+    is_new: bool = False
+    is_gone: bool = False
+    items_a_url: str = ""
+    items_b_url: str = ""
+
+    # Shown on the page: rates in percent, differences in percentage points.
+    @property
+    def rate_a_display(self) -> str:
+        return percent(self.rate_a)
+
+    @property
+    def rate_b_display(self) -> str:
+        return percent(self.rate_b)
+
+    @property
+    def difference_display(self) -> str:
+        return points(self.difference)
+
+    @property
+    def ci_display(self) -> str:
+        return interval_points(self.ci_low, self.ci_high)
+
+    @property
+    def p_display(self) -> str:
+        return format_p(self.p_adjusted if self.tested else self.p_value)
+
+    @property
+    def direction(self) -> str:
+        """'worse' (more thumbs-down on b), 'better', or '' when the rates are equal or unknown."""
+        if not self.difference:
+            return ""
+        return "worse" if self.difference > 0 else "better"
+
+    @property
+    def regression(self) -> bool:
+        return self.significant and self.direction == "worse"
+
+
+@dataclass
+class Comparison:
+    params: CompareParams
+    a: SideSummary
+    b: SideSummary
+    categories: list[CategoryRow]
+    tested: int
+    overall_difference: float | None = None  # of the thumbs-up rate, b - a
+    overall_low: float | None = None
+    overall_high: float | None = None
+    overall_p_value: float | None = None
+    series: dict = field(default_factory=dict)
+
+    @property
+    def regressions(self) -> list[CategoryRow]:
+        return [row for row in self.categories if row.regression]
+
+    @property
+    def series_rows(self) -> list[tuple[str, list[str]]]:
+        """The series as table rows (bucket, one cell per line), the chart's accessible twin."""
+        lines = self.series.get("lines", [])
+
+        def cell(line: dict, index: int) -> str:
+            return f"{percent(line['rate'][index])} of {line['n'][index]}" if line["n"][index] else "–"
+
+        buckets = self.series.get("buckets", [])
+        return [(bucket, [cell(line, index) for line in lines]) for index, bucket in enumerate(buckets)]
+
+    @property
+    def overall_display(self) -> str:
+        return points(self.overall_difference)
+
+    @property
+    def overall_ci_display(self) -> str:
+        return interval_points(self.overall_low, self.overall_high)
+
+    @property
+    def overall_p_display(self) -> str:
+        return format_p(self.overall_p_value)
+
+    @property
+    def improvements(self) -> list[CategoryRow]:
+        return [row for row in self.categories if row.significant and row.direction == "better"]
+
+
+def items_url(*, category_id: int, side: Side, date_from: date, date_to: date) -> str:
+    """The search page, filtered to the thumbs-down of one side in one category: the items behind a figure."""
+    query = {"category": category_id, "model_version": side.version, "rating": "down"}
+    if side.variant:
+        query["variant"] = side.variant
+    query |= {"date_from": date_from.isoformat(), "date_to": date_to.isoformat()}
+    return "/search/?" + urlencode(query)
+
+
+def _items_url(category_id: int, side: Side, params: CompareParams) -> str:
+    return items_url(category_id=category_id, side=side, date_from=params.date_from, date_to=params.date_to)
+
+
+def _comparison_from_rows(
+    *, params: CompareParams, rows: Iterable[dict], categories: dict[int, Category], with_series: bool = True
+) -> Comparison:
+    summaries = {"a": SideSummary(side=params.a), "b": SideSummary(side=params.b)}
+    signals: dict[int, dict[str, int]] = defaultdict(lambda: {"a": 0, "b": 0})
+    downs: dict[int, dict[str, int]] = defaultdict(lambda: {"a": 0, "b": 0})
+    kept_rows = []
+    for row in rows:
+        if not params.date_from <= row["day"] <= params.date_to:
+            continue
+        if params.a.matches(row["model_version"], row["variant"]):
+            key = "a"
+        elif params.b.matches(row["model_version"], row["variant"]):
+            key = "b"
+        else:
+            continue
+        kept_rows.append((key, row))
+        summary, n = summaries[key], row["n"]
+        category = categories.get(row["assignment__category_id"])
+        in_open_category = category is not None and category.status in OPEN_STATUSES
+        if row["kind"] == FeedbackItem.Kind.REPORT:
+            summary.reports += n
+        elif row["rating"] in (1, -1):
+            summary.ratings += n
+            if row["rating"] == 1:
+                summary.up += n
+            else:
+                summary.down += n
+                if in_open_category:
+                    downs[category.id][key] += n
+                else:
+                    summary.uncategorized_down += n
+        if in_open_category:
+            signals[category.id][key] += n
+
+    for summary in summaries.values():
+        if summary.ratings:
+            summary.up_rate = summary.up / summary.ratings
+            summary.up_low, summary.up_high = wilson_interval(successes=summary.up, total=summary.ratings)
+
+    a, b = summaries["a"], summaries["b"]
+    category_rows = [
+        _category_row(
+            category=categories[category_id],
+            signals=signals[category_id],
+            downs=downs[category_id],
+            n_a=a.ratings,
+            n_b=b.ratings,
+            params=params,
+        )
+        for category_id in signals
+    ]
+    tested = [row for row in category_rows if row.tested]
+    # Holm over the tested categories only: which ones are tested depends on their
+    # total count, not on the difference, so the filter does not bias the test.
+    for row, adjusted in zip(tested, holm_adjust([row.p_value for row in tested])):
+        row.p_adjusted = adjusted
+        row.significant = adjusted < ALPHA
+    category_rows.sort(key=lambda row: (-(row.difference or 0.0), row.name.lower(), row.category_id))
+
+    comparison = Comparison(params=params, a=a, b=b, categories=category_rows, tested=len(tested))
+    if a.ratings and b.ratings:
+        comparison.overall_difference, comparison.overall_low, comparison.overall_high = newcombe_interval(
+            x_a=a.up, n_a=a.ratings, x_b=b.up, n_b=b.ratings
+        )
+        _, comparison.overall_p_value = two_proportion_z_test(x_a=a.up, n_a=a.ratings, x_b=b.up, n_b=b.ratings)
+    if with_series:
+        comparison.series = _series(params=params, rows=kept_rows)
+    return comparison
+
+
+def _category_row(
+    *, category: Category, signals: dict[str, int], downs: dict[str, int], n_a: int, n_b: int, params: CompareParams
+) -> CategoryRow:
+    row = CategoryRow(
+        category_id=category.id,
+        name=category.name,
+        status=category.status,
+        signals_a=signals["a"],
+        signals_b=signals["b"],
+        down_a=downs["a"],
+        down_b=downs["b"],
+        is_new=signals["a"] == 0 and signals["b"] > 0,
+        is_gone=signals["b"] == 0 and signals["a"] > 0,
+        items_a_url=_items_url(category.id, params.a, params),
+        items_b_url=_items_url(category.id, params.b, params),
+    )
+    if n_a:
+        row.rate_a = row.down_a / n_a
+    if n_b:
+        row.rate_b = row.down_b / n_b
+    if n_a and n_b:
+        row.difference, row.ci_low, row.ci_high = newcombe_interval(x_a=row.down_a, n_a=n_a, x_b=row.down_b, n_b=n_b)
+        row.z, row.p_value = two_proportion_z_test(x_a=row.down_a, n_a=n_a, x_b=row.down_b, n_b=n_b)
+        row.tested = normal_approximation_holds(x_a=row.down_a, n_a=n_a, x_b=row.down_b, n_b=n_b)
+    return row
+
+
+def _bucket_starts(params: CompareParams) -> list[date]:
+    if params.bucket == "day":
+        return [params.date_from + timedelta(days=offset) for offset in range(params.days)]
+    # Weeks start on Monday; the first one is clipped to the window.
+    starts = [params.date_from]
+    monday = params.date_from - timedelta(days=params.date_from.weekday()) + timedelta(days=7)
+    while monday <= params.date_to:
+        starts.append(monday)
+        monday += timedelta(days=7)
+    return starts
+
+
+def _bucket_of(day: date, params: CompareParams) -> date:
+    if params.bucket == "day":
+        return day
+    return max(params.date_from, day - timedelta(days=day.weekday()))
+
+
+def _series(*, params: CompareParams, rows: Iterable[tuple[str, dict]]) -> dict:
+    """The thumbs-up rate per bucket with its Wilson interval: each side, and each variant of a whole-version side."""
+    starts = _bucket_starts(params)
+    position = {start: index for index, start in enumerate(starts)}
+    totals: dict[tuple[str, str], list[int]] = {}
+    ups: dict[tuple[str, str], list[int]] = {}
+    for key, row in rows:
+        if row["kind"] != FeedbackItem.Kind.RATING or row["rating"] not in (1, -1):
+            continue
+        index = position[_bucket_of(row["day"], params)]
+        series_keys = [(key, "")]
+        side = params.a if key == "a" else params.b
+        if not side.variant and row["variant"]:
+            series_keys.append((key, row["variant"]))
+        for series_key in series_keys:
+            totals.setdefault(series_key, [0] * len(starts))[index] += row["n"]
+            ups.setdefault(series_key, [0] * len(starts))[index] += row["n"] if row["rating"] == 1 else 0
+
+    lines = []
+    for key, side in (("a", params.a), ("b", params.b)):
+        variants = sorted(variant for k, variant in totals if k == key and variant)
+        # One variant alone would draw the same line twice.
+        for variant in [""] + (variants if len(variants) > 1 else []):
+            n = totals.get((key, variant), [0] * len(starts))
+            up = ups.get((key, variant), [0] * len(starts))
+            intervals = [wilson_interval(successes=u, total=t) if t else (None, None) for u, t in zip(up, n)]
+            lines.append(
+                {
+                    "label": Side(side.version, variant).label if variant else side.label,
+                    "side": key,
+                    "variant": variant or side.variant,
+                    "n": n,
+                    "up": up,
+                    "rate": [_round(u / t) if t else None for u, t in zip(up, n)],
+                    "low": [_round(low) for low, _ in intervals],
+                    "high": [_round(high) for _, high in intervals],
+                }
+            )
+    return {"bucket": params.bucket, "buckets": [start.isoformat() for start in starts], "lines": lines}
+
+
+def comparison_build(*, params: CompareParams) -> Comparison:
+    """The whole comparison: side totals, per-category figures and flags, the thumbs-up series. Two queries."""
+    rows = _daily_counts(sides=(params.a, params.b), date_from=params.date_from, date_to=params.date_to)
+    return _comparison_from_rows(params=params, rows=rows, categories=_categories(rows))
+
+
+# --- Output: page chart, JSON, CSV --------------------------------------------------------
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _significant(value: float | None, figures: int = 6) -> float | None:
+    # p-values go down to 1e-20 and below: keep significant figures, not decimals.
+    return None if value is None else float(f"{value:.{figures}g}")
+
+
+def _side_json(summary: SideSummary) -> dict:
+    return {
+        "spec": summary.side.spec,
+        "version": summary.side.version,
+        "variant": summary.side.variant or None,
+        "ratings": summary.ratings,
+        "up": summary.up,
+        "down": summary.down,
+        "reports": summary.reports,
+        "uncategorized_down": summary.uncategorized_down,
+        "up_rate": _round(summary.up_rate),
+        "up_rate_ci": [_round(summary.up_low), _round(summary.up_high)] if summary.ratings else None,
+    }
+
+
+def _category_json(row: CategoryRow) -> dict:
+    return {
+        "category_id": row.category_id,
+        "name": row.name,
+        "status": row.status,
+        "signals_a": row.signals_a,
+        "signals_b": row.signals_b,
+        "down_a": row.down_a,
+        "down_b": row.down_b,
+        "rate_a": _round(row.rate_a),
+        "rate_b": _round(row.rate_b),
+        "difference": _round(row.difference),
+        "ci_low": _round(row.ci_low),
+        "ci_high": _round(row.ci_high),
+        "z": _round(row.z, 4),
+        "p_value": _significant(row.p_value),
+        "p_adjusted": _significant(row.p_adjusted),
+        "tested": row.tested,
+        "significant": row.significant,
+        "direction": row.direction,
+        "is_new": row.is_new,
+        "is_gone": row.is_gone,
+        "items_a_url": row.items_a_url,
+        "items_b_url": row.items_b_url,
+    }
+
+
+def comparison_json(comparison: Comparison) -> dict:
+    params = comparison.params
+    return {
+        "a": _side_json(comparison.a),
+        "b": _side_json(comparison.b),
+        "from": params.date_from.isoformat(),
+        "to": params.date_to.isoformat(),
+        "denominator": DENOMINATOR,
+        "difference": "b - a",
+        "confidence": 0.95,
+        "interval": "newcombe-hybrid-score",
+        "test": "two-proportion-z",
+        "correction": "holm",
+        "alpha": ALPHA,
+        "min_expected": MIN_EXPECTED,
+        "min_down_total": MIN_DOWN_TOTAL,
+        "tested": comparison.tested,
+        "overall": {
+            "up_rate_difference": _round(comparison.overall_difference),
+            "ci": [_round(comparison.overall_low), _round(comparison.overall_high)]
+            if comparison.overall_difference is not None
+            else None,
+            "p_value": _significant(comparison.overall_p_value),
+        },
+        "categories": [_category_json(row) for row in comparison.categories],
+        "series": comparison.series,
+    }
+
+
+CSV_COLUMNS = (
+    "category_id", "name", "status", "a", "b", "from", "to", "ratings_a", "ratings_b",
+    "signals_a", "signals_b", "down_a", "down_b", "rate_a", "rate_b", "difference", "ci_low", "ci_high",
+    "z", "p_value", "p_adjusted", "tested", "significant", "direction", "is_new", "is_gone",
+)
+
+
+def _csv_safe(value):
+    # Category names come from people and clustering; a leading = + - @ would run as a formula in a spreadsheet.
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def comparison_csv(comparison: Comparison) -> str:
+    """One row per category; every row names both sides and their denominators so it stands alone."""
+    params = comparison.params
+    shared = {
+        "a": params.a.spec,
+        "b": params.b.spec,
+        "from": params.date_from.isoformat(),
+        "to": params.date_to.isoformat(),
+        "ratings_a": comparison.a.ratings,
+        "ratings_b": comparison.b.ratings,
+    }
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in comparison.categories:
+        record = _category_json(row) | shared
+        writer.writerow({key: _csv_safe("" if value is None else value) for key, value in record.items()})
+    return out.getvalue()
+
+
+def chart_data(comparison: Comparison) -> dict:
+    """What static/js/compare.js draws: the sorted differences and the thumbs-up series."""
+    return {
+        "a": comparison.params.a.label,
+        "b": comparison.params.b.label,
+        "differences": [
+            {
+                "id": row.category_id,
+                "label": row.name,
+                "difference": _round(row.difference),
+                "low": _round(row.ci_low),
+                "high": _round(row.ci_high),
+                "significant": row.significant,
+                "direction": row.direction,
+                "is_new": row.is_new,
+                "url": row.items_b_url,
+            }
+            for row in comparison.categories
+            if row.difference is not None
+        ],
+        "series": comparison.series,
+    }
+
+
+# --- Choices for the form ------------------------------------------------------------------
+
+
+def _version_key(version: str) -> tuple:
+    # "2.10" after "2.9": compare the numeric parts as numbers.
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", version) if part)
+
+
+def side_choices() -> dict:
+    """Versions and version:variant pairs with ratings, newest version first, and a default pair; one query."""
+    rows = list(
+        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING)
+        .exclude(model_version="")
+        .values("model_version", "variant")
+        .annotate(last=Max("occurred_at"))
+        .order_by()
+    )
+    versions: dict[str, list[str]] = defaultdict(list)
+    last_seen: dict[str, datetime] = {}
+    for row in rows:
+        version = row["model_version"]
+        if row["variant"]:
+            versions[version].append(row["variant"])
+        else:
+            versions.setdefault(version, [])
+        last_seen[version] = max(last_seen.get(version, row["last"]), row["last"])
+    ordered = sorted(versions, key=_version_key, reverse=True)
+    options = []
+    for version in ordered:
+        options.append((version, f"{version} (all variants)" if versions[version] else version))
+        options.extend(
+            (Side(version, variant).spec, f"{version} · variant {variant}") for variant in sorted(versions[version])
+        )
+    by_recency = sorted(last_seen, key=lambda version: (last_seen[version], _version_key(version)), reverse=True)
+    default_b = by_recency[0] if by_recency else ""
+    default_a = by_recency[1] if len(by_recency) > 1 else ""
+    return {
+        "options": options,
+        "specs": [spec for spec, _ in options],
+        "default_a": default_a,
+        "default_b": default_b,
+    }
+
+
+# --- Saved and pinned comparisons ----------------------------------------------------------
+
+
+def saved_comparison_params(*, saved: SavedComparison, today: date | None = None) -> CompareParams:
+    """The window a saved comparison covers today: fixed dates, or the last ``window_days`` days."""
+    today = today or timezone.localdate()
+    if saved.window_days:
+        date_to = today
+        date_from = today - timedelta(days=saved.window_days - 1)
+    else:
+        date_to = saved.date_to or today
+        date_from = saved.date_from or date_to - timedelta(days=DEFAULT_WINDOW_DAYS - 1)
+    days = (date_to - date_from).days + 1
+    return CompareParams(
+        a=Side(saved.a_version, saved.a_variant),
+        b=Side(saved.b_version, saved.b_variant),
+        date_from=date_from,
+        date_to=date_to,
+        bucket="day" if days <= MAX_DAILY_BUCKETS else "week",
+    )
+
+
+def saved_comparison_create(
+    *, params: CompareParams, name: str = "", rolling: bool = False, pinned: bool = True, user=None
+) -> SavedComparison:
+    """Save a comparison. A rolling one keeps the window's length and always ends today."""
+    return SavedComparison.objects.create(
+        name=name.strip()[:200] or f"{params.a.label} → {params.b.label}",
+        a_version=params.a.version,
+        a_variant=params.a.variant,
+        b_version=params.b.version,
+        b_variant=params.b.variant,
+        date_from=None if rolling else params.date_from,
+        date_to=None if rolling else params.date_to,
+        window_days=params.days if rolling else None,
+        pinned=pinned,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
+def saved_comparison_set_pinned(*, saved_id: int, pinned: bool) -> bool:
+    """Pin or unpin; False when the comparison is gone."""
+    return SavedComparison.objects.filter(id=saved_id).update(pinned=pinned) > 0
+
+
+def saved_comparison_delete(*, saved_id: int) -> bool:
+    deleted, _ = SavedComparison.objects.filter(id=saved_id).delete()
+    return deleted > 0
+
+
+@dataclass
+class SavedEntry:
+    saved: SavedComparison
+    params: CompareParams
+
+    @property
+    def url(self) -> str:
+        return self.params.url
+
+    @property
+    def window_label(self) -> str:
+        if self.saved.window_days:
+            return f"last {self.saved.window_days} days"
+        return f"{self.params.date_from} – {self.params.date_to}"
+
+
+def saved_comparisons(*, today: date | None = None) -> list[SavedEntry]:
+    """Every saved comparison, pinned first, with the window it covers today."""
+    today = today or timezone.localdate()
+    saved = SavedComparison.objects.select_related("created_by").order_by("-pinned", "-created_at", "-id")
+    return [SavedEntry(saved=entry, params=saved_comparison_params(saved=entry, today=today)) for entry in saved]
+
+
+@dataclass
+class PinnedStatus(SavedEntry):
+    """A pinned comparison as the overview shows it: its current window and what regressed."""
+
+    comparison: Comparison | None = None
+
+    @property
+    def regressions(self) -> list[CategoryRow]:
+        return self.comparison.regressions
+
+    @property
+    def improvements(self) -> list[CategoryRow]:
+        return self.comparison.improvements
+
+
+def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OVERVIEW) -> list[PinnedStatus]:
+    """Every pinned comparison with its significant regressions, for the overview; regressed ones first.
+
+    Three queries however many pins: the pins, one aggregate over the union
+    of their sides and windows, the category names. Each pin then takes its
+    own rows from the shared aggregate.
+    """
+    pins = list(SavedComparison.objects.filter(pinned=True).order_by("-created_at", "-id")[:limit])
+    if not pins:
+        return []
+    today = today or timezone.localdate()
+    all_params = [saved_comparison_params(saved=pin, today=today) for pin in pins]
+    rows = _daily_counts(
+        sides=[side for params in all_params for side in (params.a, params.b)],
+        date_from=min(params.date_from for params in all_params),
+        date_to=max(params.date_to for params in all_params),
+    )
+    categories = _categories(rows)
+    statuses = [
+        PinnedStatus(
+            saved=pin,
+            params=params,
+            comparison=_comparison_from_rows(params=params, rows=rows, categories=categories, with_series=False),
+        )
+        for pin, params in zip(pins, all_params)
+    ]
+    # What needs attention first; otherwise newest first (a stable sort keeps that order).
+    return sorted(statuses, key=lambda status: not status.regressions)
