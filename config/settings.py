@@ -12,6 +12,7 @@ from pathlib import Path
 import dj_database_url
 from celery.schedules import crontab
 from csp.constants import NONE, SELF
+from kombu import Queue
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -251,6 +252,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 900)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Declared, not only routed to, so workers, purges and inspection know both.
+CELERY_TASK_QUEUES = (Queue("default"), Queue("embed"))
 CELERY_TASK_ROUTES = {"feedback.tasks.embed_items": {"queue": "embed"}}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE

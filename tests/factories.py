@@ -5,6 +5,10 @@ import time
 import uuid
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+
 from feedback import services
 from feedback.models import Source
 from feedback.signatures import sign
@@ -55,3 +59,17 @@ def post_signed(client, source: Source, secret: str, payload: Any, *, msg_id: st
     return client.post(
         f"/api/v1/sources/{source.slug}/events", data=body, content_type="application/json", headers=headers
     )
+
+
+def user_make(username: str = "u", *roles: str):
+    """A user with the given roles (groups), password ``pw-<username>-123``."""
+    user = get_user_model().objects.create_user(username, password=f"pw-{username}-123")
+    for role in roles:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client

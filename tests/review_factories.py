@@ -1,3 +1,4 @@
+from tests.factories import user_make
 """Shared makers for the review tests (no tests here).
 
 Kept under tests/test_review_* because that is the review work's corner of
@@ -8,8 +9,6 @@ import uuid
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from feedback import services as feedback_services
@@ -17,13 +16,6 @@ from feedback.models import Embedding, FeedbackItem
 from labeling.models import Assignment, Category
 
 PASSWORD = "review-password-123"
-
-
-def user_make(username: str, *roles: str):
-    user = get_user_model().objects.create_user(username, password=PASSWORD)
-    for role in roles:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 def unit_vector(seed: int, dimensions: int = 384) -> np.ndarray:

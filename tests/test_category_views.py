@@ -6,28 +6,13 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.test import Client
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.models import Assignment, AuditEvent, Category
-from tests.factories import source_make
+from tests.factories import client_for, source_make, user_make
 
 pytestmark = pytest.mark.django_db
-
-
-def user_make(username: str, *roles: str):
-    user = get_user_model().objects.create_user(username, password=f"pw-{username}-123")
-    for role in roles:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@
 from datetime import date
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
@@ -12,21 +10,16 @@ from labeling import compare
 from labeling.models import SavedComparison
 from tests.test_compare import END, START, params, planted_data
 
+from tests.factories import user_make
+
 pytestmark = pytest.mark.django_db
 
 PLANTED_URL = f"/compare/?a=1.0&b=1.1&from={START}&to={END}"
 
 
-def user_with(role: str | None, name: str = "u"):
-    user = get_user_model().objects.create_user(name, password="pw-123-pw")
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
 @pytest.fixture
 def reviewer(client):
-    user = user_with("reviewer", "rev")
+    user = user_make("rev", "reviewer")
     client.force_login(user)
     return user
 
@@ -44,14 +37,14 @@ def test_anonymous_visitors_cannot_pin(client):
 
 
 def test_staff_without_a_review_role_are_refused(client):
-    client.force_login(user_with(None))
+    client.force_login(user_make("u"))
     assert client.get(PLANTED_URL).status_code == 403
     assert client.post("/compare/saved/", {"a": "1.0", "b": "1.1"}).status_code == 403
 
 
 @pytest.mark.parametrize("role", ["reviewer", "admin"])
 def test_the_first_visit_shows_the_form_with_the_two_latest_versions_picked(client, role):
-    client.force_login(user_with(role))
+    client.force_login(user_make("u", role))
     planted_data()
     response = client.get("/compare/")
     assert response.status_code == 200

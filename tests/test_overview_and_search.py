@@ -4,27 +4,18 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.models import Assignment, Category
-from tests.factories import source_make
+from tests.factories import source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
 
-def user_with(role: str | None, name: str = "u"):
-    user = get_user_model().objects.create_user(name, password="pw-123-pw")
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
 @pytest.fixture
 def reviewer(client):
-    user = user_with("reviewer", "rev")
+    user = user_make("rev", "reviewer")
     client.force_login(user)
     return user
 
@@ -41,13 +32,13 @@ def test_anonymous_visitors_are_sent_to_login(client, url):
 
 
 def test_staff_without_a_review_role_are_sent_from_the_overview_to_the_report_form(client):
-    client.force_login(user_with(None))
+    client.force_login(user_make("u"))
     response = client.get("/")
     assert response.status_code == 302 and response.url == "/reports/new"
 
 
 def test_staff_without_a_review_role_may_not_search(client):
-    client.force_login(user_with(None))
+    client.force_login(user_make("u"))
     response = client.get("/search/?q=secret")
     assert response.status_code == 403
     assert b"This page needs the reviewer role." in response.content
@@ -55,7 +46,7 @@ def test_staff_without_a_review_role_may_not_search(client):
 
 @pytest.mark.parametrize("role", ["reviewer", "admin"])
 def test_reviewers_and_admins_see_the_overview_with_versions_and_categories(client, role):
-    client.force_login(user_with(role))
+    client.force_login(user_make("u", role))
     source, _ = source_make()
     for i in range(4):
         item(source, f"a{i}", model_version="2.1", rating=-1 if i < 3 else 1)

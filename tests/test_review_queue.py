@@ -5,7 +5,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.utils import timezone
 
 from labeling import review_selectors, review_services
@@ -19,6 +18,8 @@ from tests.review_factories import (  # noqa: F401 (fixtures)
     user_make,
 )
 
+from tests.factories import client_for
+
 pytestmark = pytest.mark.django_db
 
 
@@ -30,12 +31,6 @@ def category():
 @pytest.fixture
 def items(source, category):
     return [item_make(source, category=category) for _ in range(4)]
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def next_item_id(client, key) -> int:

@@ -4,26 +4,13 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.test import Client
 from django.utils import timezone
 
 from labeling.models import AuditEvent, Category, ClusterRun
 
+from tests.factories import user_make, client_for
+
 pytestmark = pytest.mark.django_db
-
-
-def user_make(username: str, *roles: str):
-    user = get_user_model().objects.create_user(username, password=f"pw-{username}-123")
-    for role in roles:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
