@@ -205,6 +205,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 EXPORT_ROOT = Path(env_str("EXPORT_ROOT", str(DATA_DIR / "exports")))
+# A train export leaves out anything at least this cosine-similar to an eval item.
+HOLDOUT_SIMILARITY = env_float("HOLDOUT_SIMILARITY", 0.92)
+EXPORT_STUCK_SECONDS = env_int("EXPORT_STUCK_SECONDS", 600)
+APP_VERSION = env_str("APP_VERSION", "")  # empty: the manifest records the checked-out commit
 
 # Ingestion limits (design.md: webhook contract).
 WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 5 * 1024 * 1024)

@@ -80,6 +80,11 @@ class Command(BaseCommand):
             f"demo_load: embedded {len(waiting)} items, {run.counts['clusters']} categories, "
             f"{run.counts['unassigned']} unassigned | {time.monotonic() - started:.1f}s"
         )
+        # One eval and one train dataset over the demo data, each exported once (exports/demo.py).
+        from exports.demo import demo_datasets_export
+
+        for line in demo_datasets_export():
+            self.stdout.write(line)
 
 
 def signals_store(signals: Sequence[DemoSignal]) -> int:

@@ -1,0 +1,265 @@
+"""Dataset exports at scale: wall time and peak memory at 10,000 and 100,000 items, every format.
+
+Fills a throwaway database (SQLite in a temporary folder, or the PostgreSQL
+named by --database-url: give it a scratch database, it is migrated and
+filled) with N thumbs-up/down ratings whose conversations, outputs and tool
+calls come from the demo corpus generator (about 1.2 KB of context each), a
+category each, a reviewer label with hint, corrected response and tags on one
+item in five, and a vector each. A 1,000-item eval version is exported first
+and 300 train items are planted within cosine 0.95 of eval items, so the
+held-out check does real work.
+
+Each export then runs in a fresh process (so its peak memory is its own):
+a train dataset in all six formats over the first 10,000 items, and over all
+of them. It prints wall time, peak RSS, the RSS the export added on top of
+the loaded process, bytes written and items per second.
+
+    python bench/export.py                  # 10,000 and 100,000 items on SQLite
+    python bench/export.py --n 20000        # smaller
+    python bench/export.py --database-url postgres://postgres@127.0.0.1:5432/bench_export
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ALL_FORMATS = ["chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet"]
+SMALL = 10_000
+EVAL_ITEMS = 1_000
+PLANTED = 300
+
+
+def rss_mb(field: str = "VmRSS") -> float:
+    """Resident memory now (VmRSS) or at its peak (VmHWM) in MB.
+
+    VmHWM rather than getrusage's ru_maxrss: Linux carries ru_maxrss across
+    exec, so a child would report its parent's peak (the seeding process).
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def django_setup(env: dict) -> None:
+    os.environ.update(env)
+    import django
+
+    django.setup()
+
+
+def seed(n: int) -> None:
+    """Items, categories, labels, vectors and one eval version."""
+    import numpy as np
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from config import demo_corpus
+    from exports import services
+    from exports.models import Trigger
+    from exports.schemas import DatasetIn
+    from feedback.models import Embedding, FeedbackItem, Source
+    from labeling.models import Assignment, Category, Label
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    rng = np.random.default_rng(0)
+    sources = {
+        slug: Source.objects.create(name=slug, slug=slug, signing_secret="whsec_YmVuY2g=")
+        for slug in ("bench-small", "bench-large", "bench-eval")
+    }
+    categories = Category.objects.bulk_create(
+        Category(name=f"Failure theme {c}", status="confirmed") for c in range(40)
+    )
+    categories = list(Category.objects.order_by("id"))
+    reviewer = get_user_model().objects.create_user("bench-reviewer")
+    centres = rng.standard_normal((40, 384)).astype(np.float32)
+    anchor = datetime(2026, 11, 30, tzinfo=UTC)
+    signals = [s for s in demo_corpus.generate(count=int(n * 1.15) + 100, seed=3, anchor=anchor) if s.kind == "rating"][
+        :n
+    ]
+    eval_vectors = []
+
+    def unit(rows):
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    def insert(chunk_signals, *, offset, source, kind="rating", vectors=None):
+        count = len(chunk_signals)
+        theme = rng.integers(0, 40, count)
+        if vectors is None:
+            vectors = unit(centres[theme] + 0.6 * rng.standard_normal((count, 384)).astype(np.float32))
+        embeddings = Embedding.objects.bulk_create(
+            Embedding(content_hash=uuid.uuid4().hex * 2, model_name="bench", vector=v.astype(np.float32).tobytes())
+            for v in vectors
+        )
+        items = FeedbackItem.objects.bulk_create(
+            FeedbackItem(
+                source=source,
+                external_id=f"{kind}-{offset + i}",
+                kind=kind,
+                rating=(1 if s.payload.get("rating") == "up" else -1) if kind == "rating" else None,
+                title=s.payload.get("title", ""),
+                comment=s.payload.get("comment") or s.payload.get("what_happened", ""),
+                expected=s.payload.get("expected", ""),
+                context=s.payload.get("context") or {"transcript": s.payload.get("transcript", "")},
+                model_name="coder",
+                model_version=(s.payload.get("model") or {}).get("version", s.payload.get("model_version", "")),
+                variant=s.payload.get("variant", ""),
+                surface=s.payload.get("surface", ""),
+                occurred_at=datetime.fromisoformat(s.payload["occurred_at"])
+                if s.payload.get("occurred_at")
+                else anchor,
+                receipt_id=uuid.uuid4(),
+                embedding=e,
+                status="assigned",
+            )
+            for i, (s, e) in enumerate(zip(chunk_signals, embeddings))
+        )
+        Assignment.objects.bulk_create(
+            Assignment(item=item, category=categories[t], confidence=0.8) for item, t in zip(items, theme.tolist())
+        )
+        labels = [
+            Label(
+                item=item,
+                reviewer=reviewer,
+                category=categories[t],
+                verdict="failure",
+                severity="medium",
+                tags=["wrong file"] if t % 2 else ["claimed success falsely"],
+                hint=f"Check the request again ({t}).",
+                corrected_response=f"A corrected answer for theme {t}, which does what the user asked.",
+                split="train",
+            )
+            for item, t in zip(items, theme.tolist())
+            if item.id % 5 == 0
+        ]
+        Label.objects.bulk_create(labels)
+        return vectors
+
+    reports = [s for s in demo_corpus.generate(count=EVAL_ITEMS * 12, seed=5, anchor=anchor) if s.kind == "report"][
+        :EVAL_ITEMS
+    ]
+    eval_vectors = insert(reports, offset=0, source=sources["bench-eval"], kind="report")
+    for start in range(0, n, 5000):
+        chunk = signals[start : start + 5000]
+        source = sources["bench-small"] if start < SMALL else sources["bench-large"]
+        vectors = None
+        if start == 0:
+            base = unit(
+                centres[rng.integers(0, 40, len(chunk))]
+                + 0.6 * rng.standard_normal((len(chunk), 384)).astype(np.float32)
+            )
+            # Near-duplicates of eval items: cosine about 0.95 to one of them.
+            for row in range(PLANTED):
+                target = eval_vectors[row]
+                noise = unit(rng.standard_normal((1, 384)).astype(np.float32))[0]
+                noise -= (noise @ target) * target
+                noise /= np.linalg.norm(noise)
+                base[row] = 0.95 * target + np.sqrt(1 - 0.95**2) * noise
+            vectors = base
+        insert(chunk, offset=start, source=source, vectors=vectors)
+    print(f"seeded {n:,} ratings and {EVAL_ITEMS:,} eval reports in {time.perf_counter() - started:.1f}s")
+
+    evals = services.dataset_create(
+        spec=DatasetIn.model_validate(
+            {"name": "bench-eval", "purpose": "eval", "formats": ["eval_jsonl"], "filters": {"sources": ["bench-eval"]}}
+        )
+    )
+    run = services.export_run_start(dataset=evals, trigger=Trigger.COMMAND, enqueue=False)
+    version = services.export_run_execute(run_id=run.id)
+    print(f"eval version: {version.item_count} items")
+    for name, filters in (("bench-10k", {"sources": ["bench-small"]}), ("bench-all", {"kinds": ["rating"]})):
+        services.dataset_create(
+            spec=DatasetIn.model_validate(
+                {"name": name, "purpose": "train", "formats": ALL_FORMATS, "filters": filters}
+            )
+        )
+
+
+def child(dataset_name: str) -> None:
+    """Export one dataset in this fresh process and print one JSON line."""
+    import pyarrow.parquet  # noqa: F401
+
+    from exports import services
+    from exports.models import Dataset, Trigger
+
+    dataset = Dataset.objects.get(name=dataset_name)
+    baseline = rss_mb()
+    started = time.perf_counter()
+    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    version = services.export_run_execute(run_id=run.id)
+    seconds = time.perf_counter() - started
+    peak = rss_mb("VmHWM")
+    print(
+        json.dumps(
+            {
+                "items": version.item_count,
+                "held_out": version.held_out.get("total", 0),
+                "seconds": seconds,
+                "peak_mb": peak,
+                "baseline_mb": baseline,
+                "bytes": sum(entry["bytes"] for entry in version.files),
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        django_setup({})
+        child(args.child)
+        return
+
+    workdir = tempfile.mkdtemp(prefix="bench-export-")
+    env = {
+        "DATA_DIR": workdir,
+        "EXPORT_ROOT": f"{workdir}/exports",
+        "SECRET_KEY": "bench",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": args.database_url or f"sqlite:///{workdir}/bench.sqlite3",
+        "LOG_LEVEL": "WARNING",
+    }
+    django_setup(env)
+    seed(args.n)
+    from django.db import connection
+
+    print(f"database: {connection.vendor}; exports under {env['EXPORT_ROOT']}")
+    header = ("export", "items", "held out", "wall", "items/s", "peak RSS", "added", "written")
+    print("{:<10} {:>8} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9}".format(*header))
+    for name in ("bench-10k", "bench-all"):
+        result = subprocess.run(
+            [sys.executable, __file__, "--child", name],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode:
+            print(result.stdout, result.stderr, file=sys.stderr)
+            raise SystemExit(f"the export of {name} failed")
+        f = json.loads(result.stdout.strip().splitlines()[-1])
+        added = f["peak_mb"] - f["baseline_mb"]
+        print(
+            f"{name:<10} {f['items']:>8,} {f['held_out']:>9,} {f['seconds']:>7.1f}s {f['items'] / f['seconds']:>9,.0f} "
+            f"{f['peak_mb']:>7.0f}MB {added:>6.0f}MB {f['bytes'] / 1e6:>7.0f}MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Forms of the dataset pages: they parse and check input, exports.services decides."""
+
+import re
+
+from django import forms
+
+from exports.models import Dataset, Mode, Purpose
+from exports.schemas import FORMATS, NAME_PATTERN
+from labeling.models import Label
+from labeling.review_services import LABEL_TAGS
+
+FORMAT_LABELS = {
+    "chat_jsonl": "Chat JSONL (messages; corrected response or model output last)",
+    "preference_jsonl": "Preference JSONL (corrected response vs rated output)",
+    "hints_jsonl": "Hints JSONL (context + coaching hint)",
+    "eval_jsonl": "Eval JSONL (input, failure category, expected behaviour, tags)",
+    "csv": "CSV (one row per item)",
+    "parquet": "Parquet (one row per item)",
+}
+RATINGS = [("", "any rating"), ("up", "thumbs-up"), ("down", "thumbs-down"), ("none", "no rating (reports)")]
+KINDS = [("rating", "Ratings"), ("report", "Reports")]
+FILTER_FIELDS = (
+    "categories",
+    "verdicts",
+    "tags",
+    "rating",
+    "kinds",
+    "model_versions",
+    "variants",
+    "sources",
+    "date_from",
+    "date_to",
+    "reviewed_only",
+    "has_hint",
+    "has_corrected_response",
+)
+
+
+def _with_current(values: list[str], current: list[str]) -> list[tuple[str, str]]:
+    """The values that exist, plus any a dataset stored that no item has any more."""
+    return [(value, value) for value in sorted(set(values) | set(current))]
+
+
+class DatasetForm(forms.Form):
+    name = forms.CharField(
+        max_length=100,
+        help_text="Lower-case letters, digits, '-' and '_'; the folder of its versions.",
+        error_messages={"required": "Give the dataset a name."},
+    )
+    purpose = forms.ChoiceField(choices=Purpose.choices, widget=forms.RadioSelect, initial=Purpose.TRAIN)
+    description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
+    formats = forms.MultipleChoiceField(
+        choices=[(name, FORMAT_LABELS[name]) for name in FORMATS],
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one format."},
+    )
+    categories = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.SelectMultiple(attrs={"size": 6})
+    )
+    verdicts = forms.MultipleChoiceField(
+        choices=Label.Verdict.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    tags = forms.MultipleChoiceField(
+        choices=[(tag, tag) for tag in LABEL_TAGS], required=False, widget=forms.CheckboxSelectMultiple
+    )
+    other_tags = forms.CharField(required=False, max_length=1000, help_text="Comma-separated.")
+    rating = forms.ChoiceField(choices=RATINGS, required=False)
+    kinds = forms.MultipleChoiceField(choices=KINDS, required=False, widget=forms.CheckboxSelectMultiple)
+    model_versions = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 4}))
+    variants = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 3}))
+    sources = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 3}))
+    date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    reviewed_only = forms.BooleanField(required=False, label="Reviewer-confirmed only (has a label)")
+    has_hint = forms.BooleanField(required=False, label="Has a coaching hint")
+    has_corrected_response = forms.BooleanField(required=False, label="Has a corrected response")
+
+    def __init__(self, *args, choices: dict, dataset: Dataset | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        stored = dataset.filters if dataset is not None else {}
+        self.fields["categories"].choices = [
+            (c.id, f"{c.name} ({c.get_status_display().lower()})") for c in choices["categories"]
+        ]
+        self.fields["model_versions"].choices = _with_current(
+            choices["model_versions"], stored.get("model_versions", [])
+        )
+        self.fields["variants"].choices = _with_current(choices["variants"], stored.get("variants", []))
+        self.fields["sources"].choices = _with_current([s.slug for s in choices["sources"]], stored.get("sources", []))
+        if dataset is not None and dataset.versions.exists():
+            # The name is the folder of its versions and the purpose what they promised.
+            for name in ("name", "purpose"):
+                self.fields[name].disabled = True
+                self.fields[name].help_text = "Fixed once a version exists."
+
+    @classmethod
+    def initial_for(cls, dataset: Dataset) -> dict:
+        filters = dataset.filters
+        known = set(LABEL_TAGS)
+        initial = {
+            "name": dataset.name,
+            "purpose": dataset.purpose,
+            "description": dataset.description,
+            "formats": dataset.formats,
+            **{name: filters.get(name) for name in FILTER_FIELDS if name in filters},
+        }
+        initial["tags"] = [tag for tag in filters.get("tags", []) if tag in known]
+        initial["other_tags"] = ", ".join(tag for tag in filters.get("tags", []) if tag not in known)
+        return initial
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if not re.fullmatch(NAME_PATTERN, name):
+            raise forms.ValidationError("Use lower-case letters, digits, '-' and '_', starting with a letter or digit.")
+        return name
+
+    def clean_other_tags(self) -> list[str]:
+        tags = list(dict.fromkeys(part.strip() for part in self.cleaned_data["other_tags"].split(",") if part.strip()))
+        if any(len(tag) > 200 for tag in tags):
+            raise forms.ValidationError("A tag is at most 200 characters.")
+        return tags
+
+    def clean(self):
+        data = super().clean()
+        if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:
+            self.add_error("date_to", "The end date is before the start date.")
+        return data
+
+    def spec(self) -> dict:
+        """The cleaned values as the dataset schema takes them."""
+        data = self.cleaned_data
+        filters = {
+            "categories": data["categories"],
+            "verdicts": data["verdicts"],
+            "tags": list(dict.fromkeys(list(data["tags"]) + data["other_tags"])),
+            "rating": data["rating"] or None,
+            "kinds": data["kinds"],
+            "model_versions": data["model_versions"],
+            "variants": data["variants"],
+            "sources": data["sources"],
+            "date_from": data["date_from"].isoformat() if data["date_from"] else None,
+            "date_to": data["date_to"].isoformat() if data["date_to"] else None,
+            "reviewed_only": data["reviewed_only"],
+            "has_hint": data["has_hint"],
+            "has_corrected_response": data["has_corrected_response"],
+        }
+        return {
+            "name": data["name"],
+            "purpose": data["purpose"],
+            "description": data["description"],
+            "formats": data["formats"],
+            "filters": filters,
+        }
+
+    def add_refusal(self, field_path: str, message: str) -> None:
+        """Show a service refusal on the field it names ("filters.sources[1]" -> sources)."""
+        field = field_path.removeprefix("filters.").split("[")[0].split(".")[0]
+        self.add_error(field if field in self.fields else None, message)
+
+
+class ScheduleForm(forms.Form):
+    cron = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Cron (UTC)",
+        help_text="Five fields: minute hour day-of-month month day-of-week, e.g. '0 3 * * 1'. Empty: no schedule.",
+    )
+    mode = forms.ChoiceField(choices=Mode.choices, initial=Mode.SNAPSHOT)
+
+
+class DiffForm(forms.Form):
+    old = forms.TypedChoiceField(coerce=int, label="From")
+    new = forms.TypedChoiceField(coerce=int, label="To")
+
+    def __init__(self, *args, numbers: list[int], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("old", "new"):
+            self.fields[name].choices = [(n, f"v{n}") for n in numbers]

@@ -1,0 +1,166 @@
+"""One item as the exports see it: the rated conversation plus its reviewer judgement.
+
+An item can carry several labels (double review); the export uses the one
+changed last, so the verdict, hint and corrected response written together
+always come from the same reviewer decision.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from feedback.services import embeddable_text
+from labeling.models import Category, Label
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(slots=True)
+class ExportRecord:
+    id: int
+    external_id: str
+    source: str
+    kind: str
+    rating: int | None
+    title: str
+    comment: str
+    expected: str
+    item_severity: str
+    model_name: str
+    model_version: str
+    variant: str
+    surface: str
+    occurred_at: datetime
+    # The conversation up to the rated answer, as {"role", "content"} turns.
+    messages: list[dict[str, str]]
+    # True when the messages came from a structured conversation, not a pasted transcript.
+    structured: bool
+    output: str | None
+    tool_calls: list | None
+    category_id: int | None
+    category: str | None
+    reviewed: bool
+    verdict: str | None
+    severity: str
+    tags: list[str] = field(default_factory=list)
+    hint: str = ""
+    corrected_response: str = ""
+    split: str | None = None
+    text: str = ""
+    embedding_id: int | None = None
+    vector: np.ndarray | None = None
+    # Train export: the item is in an eval version; eval export: in a train version.
+    in_opposite_purpose: bool = False
+
+    @property
+    def expected_behavior(self) -> str:
+        return self.hint or self.corrected_response or self.expected
+
+
+def _final(category: Category | None) -> Category | None:
+    # A category merged after the label was written: report where it went.
+    if category is not None and category.status == Category.Status.MERGED and category.merged_into_id:
+        return category.merged_into
+    return category
+
+
+def conversation(context: dict) -> tuple[list[dict[str, str]], bool]:
+    """The turns of a rated context; a report's transcript becomes one user turn."""
+    turns = []
+    for message in context.get("messages") or ():
+        if isinstance(message, dict) and message.get("role") in ROLES and isinstance(message.get("content"), str):
+            turns.append({"role": message["role"], "content": message["content"]})
+    if turns:
+        return turns, True
+    transcript = context.get("transcript")
+    if isinstance(transcript, str) and transcript.strip():
+        return [{"role": "user", "content": transcript}], False
+    return [], False
+
+
+# The columns an export reads per item: joins to the source, the assignment's
+# category (and where it was merged to) and, when needed, the vector.
+ITEM_COLUMNS = (
+    "id",
+    "external_id",
+    "source__slug",
+    "kind",
+    "rating",
+    "title",
+    "comment",
+    "expected",
+    "severity",
+    "model_name",
+    "model_version",
+    "variant",
+    "surface",
+    "occurred_at",
+    "context",
+    "embed_text",
+    "embedding_id",
+    "assignment__category_id",
+    "assignment__category__name",
+    "assignment__category__status",
+    "assignment__category__merged_into_id",
+    "assignment__category__merged_into__name",
+)
+VECTOR_COLUMN = "embedding__vector"
+OPPOSITE_COLUMN = "in_opposite_purpose"
+
+
+def _assigned_category(row) -> tuple[int | None, str | None]:
+    if row.assignment__category_id is None:
+        return None, None
+    if row.assignment__category__status == Category.Status.MERGED and row.assignment__category__merged_into_id:
+        return row.assignment__category__merged_into_id, row.assignment__category__merged_into__name
+    return row.assignment__category_id, row.assignment__category__name
+
+
+def record_from_row(row, *, label: Label | None) -> ExportRecord:
+    """The record of one item row (a named tuple of ITEM_COLUMNS, maybe with the vector) and its latest label.
+
+    Rows rather than model instances: building five model objects per item
+    (item, source, assignment, category, embedding) cost more than the export itself.
+    """
+    context = row.context if isinstance(row.context, dict) else {}
+    messages, structured = conversation(context)
+    output = context.get("output")
+    tool_calls = context.get("tool_calls")
+    category = _final(label.category if label is not None and label.category_id else None)
+    category_id, category_name = (category.id, category.name) if category else _assigned_category(row)
+    raw_vector = getattr(row, VECTOR_COLUMN, None)
+    return ExportRecord(
+        id=row.id,
+        external_id=row.external_id,
+        source=row.source__slug,
+        kind=row.kind,
+        rating=row.rating,
+        title=row.title,
+        comment=row.comment,
+        expected=row.expected,
+        item_severity=row.severity,
+        model_name=row.model_name,
+        model_version=row.model_version,
+        variant=row.variant,
+        surface=row.surface,
+        occurred_at=row.occurred_at,
+        messages=messages,
+        structured=structured,
+        output=output if isinstance(output, str) else None,
+        tool_calls=tool_calls if isinstance(tool_calls, list) else None,
+        category_id=category_id,
+        category=category_name,
+        reviewed=label is not None,
+        verdict=label.verdict if label else None,
+        severity=(label.severity if label else "") or row.severity,
+        tags=list(label.tags) if label and isinstance(label.tags, list) else [],
+        hint=label.hint if label else "",
+        corrected_response=label.corrected_response if label else "",
+        split=label.split if label else None,
+        # What the item says, as the similarity index sees it.
+        text=row.embed_text or embeddable_text(row),
+        embedding_id=row.embedding_id,
+        vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
+        in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),
+    )

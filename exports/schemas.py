@@ -1,0 +1,101 @@
+"""The shapes of a dataset definition, validated strictly (API bodies and the stored filters).
+
+Types are strict, as for ingestion: ``"categories": "3"`` is refused with the
+field named instead of guessed. Rules that need the database (does that
+category exist? is the name free?) are checked by exports.services.
+"""
+
+from datetime import date
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    model_validator,
+)
+
+FORMATS = ("chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet")
+FormatName = Literal["chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet"]
+Verdict = Literal["failure", "not_failure", "duplicate", "spam"]
+ModeName = Literal["snapshot", "incremental"]
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,99}$"
+DatasetName = Annotated[str, StringConstraints(strict=True, pattern=NAME_PATTERN)]
+Value = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=200)]
+Cron = Annotated[str, StringConstraints(strict=True, max_length=100, strip_whitespace=True)]
+Description = Annotated[str, StringConstraints(strict=True, max_length=5000)]
+MAX_VALUES = 200
+
+
+class DatasetFilters(BaseModel):
+    """Which items a dataset takes. Empty lists and unset values mean no restriction."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    categories: list[StrictInt] = Field(default_factory=list, max_length=MAX_VALUES, description="Category ids.")
+    verdicts: list[Verdict] = Field(default_factory=list, description="Verdict of the item's latest label.")
+    tags: list[Value] = Field(default_factory=list, max_length=MAX_VALUES, description="Any of these label tags.")
+    rating: Literal["up", "down", "none"] | None = Field(default=None, description="'none': items without a rating.")
+    kinds: list[Literal["rating", "report"]] = Field(default_factory=list)
+    model_versions: list[Value] = Field(default_factory=list, max_length=MAX_VALUES)
+    variants: list[Value] = Field(default_factory=list, max_length=MAX_VALUES)
+    sources: list[Value] = Field(default_factory=list, max_length=MAX_VALUES, description="Source slugs.")
+    date_from: date | None = Field(default=None, description="occurred_at on or after this day (UTC).")
+    date_to: date | None = Field(default=None, description="occurred_at on or before this day (UTC).")
+    reviewed_only: StrictBool = Field(default=False, description="Only items a reviewer labelled.")
+    has_hint: StrictBool = False
+    has_corrected_response: StrictBool = False
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> "DatasetFilters":
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError("date_from is after date_to")
+        return self
+
+    def stored(self) -> dict:
+        """The JSON form kept on the dataset: only what restricts, in a stable order."""
+        data = self.model_dump(mode="json")
+        return {key: data[key] for key in sorted(data) if data[key] not in (None, False, [])}
+
+
+class ScheduleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cron: Cron = Field(description="Five cron fields (minute hour day-of-month month day-of-week), UTC; '' for none.")
+    mode: ModeName = "snapshot"
+
+
+class DatasetIn(BaseModel):
+    """A new dataset."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: DatasetName = Field(description="Lower-case letters, digits, '-' and '_': the folder of its versions.")
+    purpose: Literal["train", "eval"]
+    description: Description = ""
+    filters: DatasetFilters = Field(default_factory=DatasetFilters)
+    formats: list[FormatName] = Field(min_length=1, max_length=len(FORMATS))
+    schedule: ScheduleIn | None = Field(default=None, description="Admins only.")
+
+
+class DatasetPatch(BaseModel):
+    """Changes to a dataset: only the fields sent are changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: DatasetName | None = None
+    purpose: Literal["train", "eval"] | None = None
+    description: Description | None = None
+    filters: DatasetFilters | None = None
+    formats: list[FormatName] | None = Field(default=None, min_length=1, max_length=len(FORMATS))
+    schedule: ScheduleIn | None = Field(default=None, description="Admins only.")
+
+
+class ExportIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: ModeName = "snapshot"

@@ -1,0 +1,334 @@
+"""Reads for the exports: which items a dataset takes, datasets, versions and their diffs."""
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from itertools import islice
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
+from django.db.models.functions import Cast
+
+from exports.models import (
+    Dataset,
+    DatasetVersion,
+    DatasetVersionItem,
+    ExportRun,
+    Purpose,
+)
+from exports.records import (
+    ITEM_COLUMNS,
+    OPPOSITE_COLUMN,
+    VECTOR_COLUMN,
+    ExportRecord,
+    record_from_row,
+)
+from exports.schemas import DatasetFilters
+from feedback.models import FeedbackItem
+from labeling.models import Assignment, Category, Label
+
+# Rows per round trip of the server-side cursor: large enough to amortise the
+# per-chunk prefetch queries, small enough that memory stays flat.
+CHUNK_SIZE = 2000
+
+LABEL_FIELDS = (
+    "id",
+    "item_id",
+    "verdict",
+    "severity",
+    "tags",
+    "hint",
+    "corrected_response",
+    "split",
+    "updated_at",
+    "category__id",
+    "category__name",
+    "category__status",
+    "category__merged_into__id",
+    "category__merged_into__name",
+)
+
+
+# --- Which items a dataset takes ---------------------------------------------------
+
+
+def _labels(**conditions) -> Exists:
+    return Exists(Label.objects.filter(item=OuterRef("pk"), **conditions))
+
+
+def _tag_condition(tags: list[str]) -> Q:
+    """Labels carrying any of the tags, on every database.
+
+    PostgreSQL answers JSON containment directly; SQLite has no such operator,
+    so there the stored JSON text is searched for the quoted tag, which is
+    exact because quotes inside a tag are escaped in that text.
+    """
+    condition = Q()
+    for tag in tags:
+        if connection.vendor == "postgresql":
+            condition |= Q(tags__contains=[tag])
+        else:
+            condition |= Q(tags_text__contains=json.dumps(tag))
+    return condition
+
+
+def categories_with_merged(category_ids: list[int]) -> set[int]:
+    """The ids plus every category merged into one of them (labels may still name those)."""
+    wanted = set(category_ids)
+    frontier = set(category_ids)
+    while frontier:
+        frontier = set(Category.objects.filter(merged_into__in=frontier).values_list("id", flat=True)) - wanted
+        wanted |= frontier
+    return wanted
+
+
+def items_matching(*, filters: DatasetFilters) -> QuerySet[FeedbackItem]:
+    """Items that may match: exact for item fields, a superset for label fields.
+
+    Label fields are decided on an item's latest label, which a query cannot
+    pick cheaply; record_passes() finishes the check on each streamed record.
+    """
+    items = FeedbackItem.objects.all()
+    if filters.rating == "up":
+        items = items.filter(rating=1)
+    elif filters.rating == "down":
+        items = items.filter(rating=-1)
+    elif filters.rating == "none":
+        items = items.filter(rating__isnull=True)
+    if filters.kinds:
+        items = items.filter(kind__in=filters.kinds)
+    if filters.model_versions:
+        items = items.filter(model_version__in=filters.model_versions)
+    if filters.variants:
+        items = items.filter(variant__in=filters.variants)
+    if filters.sources:
+        items = items.filter(source__slug__in=filters.sources)
+    if filters.date_from:
+        items = items.filter(occurred_at__gte=datetime.combine(filters.date_from, time.min, tzinfo=UTC))
+    if filters.date_to:
+        items = items.filter(
+            occurred_at__lt=datetime.combine(filters.date_to + timedelta(days=1), time.min, tzinfo=UTC)
+        )
+    if filters.reviewed_only:
+        items = items.filter(_labels())
+    if filters.verdicts:
+        items = items.filter(_labels(verdict__in=filters.verdicts))
+    if filters.has_hint:
+        items = items.filter(Exists(Label.objects.filter(item=OuterRef("pk")).exclude(hint="")))
+    if filters.has_corrected_response:
+        items = items.filter(Exists(Label.objects.filter(item=OuterRef("pk")).exclude(corrected_response="")))
+    if filters.tags:
+        labels = Label.objects.filter(item=OuterRef("pk"))
+        if connection.vendor != "postgresql":
+            labels = labels.annotate(tags_text=Cast("tags", TextField()))
+        items = items.filter(Exists(labels.filter(_tag_condition(filters.tags))))
+    if filters.categories:
+        ids = categories_with_merged(filters.categories)
+        items = items.filter(
+            _labels(category__in=ids) | Exists(Assignment.objects.filter(item=OuterRef("pk"), category__in=ids))
+        )
+    return items
+
+
+def record_passes(record: ExportRecord, filters: DatasetFilters, *, category_ids: set[int]) -> bool:
+    """The label-level filters, decided on the item's latest label.
+
+    ``category_ids``: categories_with_merged(filters.categories), computed once per export.
+    """
+    if filters.reviewed_only and not record.reviewed:
+        return False
+    if filters.verdicts and record.verdict not in filters.verdicts:
+        return False
+    if filters.has_hint and not record.hint.strip():
+        return False
+    if filters.has_corrected_response and not record.corrected_response.strip():
+        return False
+    if filters.tags and not set(filters.tags) & set(record.tags):
+        return False
+    return not (filters.categories and record.category_id not in category_ids)
+
+
+def items_for_export(items: QuerySet[FeedbackItem], *, with_vector: bool) -> QuerySet:
+    """The rows the export streams, ordered by id, related columns joined in (named tuples)."""
+    columns = ITEM_COLUMNS + ((VECTOR_COLUMN,) if with_vector else ())
+    if OPPOSITE_COLUMN in items.query.annotations:
+        columns += (OPPOSITE_COLUMN,)
+    return items.order_by("id").values_list(*columns, named=True)
+
+
+def latest_labels(*, item_ids: list[int]) -> dict[int, Label]:
+    """The label changed last of each item, in one query for the whole chunk."""
+    labels = (
+        Label.objects.filter(item_id__in=item_ids)
+        .select_related("category__merged_into")
+        .only(*LABEL_FIELDS)
+        .order_by("item_id", "-updated_at", "-id")
+    )
+    latest: dict[int, Label] = {}
+    for label in labels:
+        latest.setdefault(label.item_id, label)
+    return latest
+
+
+def records_stream(
+    items: QuerySet[FeedbackItem], *, with_vector: bool, chunk_size: int | None = None
+) -> Iterator[list[ExportRecord]]:
+    """Chunks of records, read through a server-side cursor; never all items at once.
+
+    Labels are read once per chunk rather than with prefetch_related, which
+    builds a queryset per item and costs more than the records themselves.
+    """
+    chunk_size = chunk_size or CHUNK_SIZE
+    rows = items_for_export(items, with_vector=with_vector).iterator(chunk_size=chunk_size)
+    while True:
+        chunk = list(islice(rows, chunk_size))
+        if not chunk:
+            return
+        labels = latest_labels(item_ids=[row.id for row in chunk])
+        yield [record_from_row(row, label=labels.get(row.id)) for row in chunk]
+
+
+def in_versions_of(*, purpose: str | None = None, dataset: Dataset | None = None) -> Exists:
+    """Is the item a member of some version (of that purpose, of that dataset)?"""
+    members = DatasetVersionItem.objects.filter(item=OuterRef("pk"))
+    if purpose is not None:
+        members = members.filter(version__purpose=purpose)
+    if dataset is not None:
+        members = members.filter(version__dataset=dataset)
+    return Exists(members)
+
+
+def version_members(*, version: DatasetVersion) -> QuerySet[FeedbackItem]:
+    return FeedbackItem.objects.filter(id__in=DatasetVersionItem.objects.filter(version=version).values("item_id"))
+
+
+def eval_member_items() -> QuerySet[FeedbackItem]:
+    """Every item in some eval version: what train exports must stay away from."""
+    return FeedbackItem.objects.filter(
+        id__in=DatasetVersionItem.objects.filter(version__purpose=Purpose.EVAL).values("item_id")
+    )
+
+
+# --- Datasets and versions ---------------------------------------------------------
+
+
+def datasets_list() -> list[Dataset]:
+    """Every dataset with its latest version and latest run (three queries in all)."""
+    datasets = list(Dataset.objects.select_related("periodic_task").order_by("name"))
+    latest_versions = {}
+    for version in DatasetVersion.objects.filter(dataset__in=datasets).order_by("dataset_id", "-number"):
+        latest_versions.setdefault(version.dataset_id, version)
+    latest_runs = {}
+    for run in ExportRun.objects.filter(dataset__in=datasets).order_by("dataset_id", "-created_at", "-id"):
+        latest_runs.setdefault(run.dataset_id, run)
+    for dataset in datasets:
+        dataset.latest_version = latest_versions.get(dataset.id)
+        dataset.latest_run = latest_runs.get(dataset.id)
+    return datasets
+
+
+def dataset_versions(*, dataset: Dataset) -> QuerySet[DatasetVersion]:
+    return dataset.versions.select_related("created_by").order_by("-number")
+
+
+def dataset_latest_run(*, dataset: Dataset) -> ExportRun | None:
+    return dataset.runs.select_related("version", "requested_by").order_by("-created_at", "-id").first()
+
+
+def version_get(*, dataset: Dataset, number: int) -> DatasetVersion | None:
+    return dataset.versions.filter(number=number).first()
+
+
+@dataclass
+class VersionDiff:
+    old: DatasetVersion
+    new: DatasetVersion
+    added_count: int
+    removed_count: int
+    kept_count: int
+    # (item id, the item or None when it was deleted since), the first `limit` by id.
+    added: list[tuple[int, FeedbackItem | None]]
+    removed: list[tuple[int, FeedbackItem | None]]
+
+
+def _members_with_items(members: QuerySet[DatasetVersionItem], limit: int) -> list[tuple[int, FeedbackItem | None]]:
+    ids = list(members.order_by("item_id").values_list("item_id", flat=True)[:limit])
+    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__slug")
+    items = FeedbackItem.objects.select_related("source").only(*shown).in_bulk(ids)
+    return [(item_id, items.get(item_id)) for item_id in ids]
+
+
+def version_diff(*, old: DatasetVersion, new: DatasetVersion, limit: int = 200) -> VersionDiff:
+    """Items added and removed from one version to another (counts, and the first `limit` of each).
+
+    Computed on the recorded members, so an item deleted since still counts.
+    """
+    old_ids = DatasetVersionItem.objects.filter(version=old).values("item_id")
+    new_ids = DatasetVersionItem.objects.filter(version=new).values("item_id")
+    added = DatasetVersionItem.objects.filter(version=new).exclude(item_id__in=old_ids)
+    removed = DatasetVersionItem.objects.filter(version=old).exclude(item_id__in=new_ids)
+    added_count, removed_count = added.count(), removed.count()
+    return VersionDiff(
+        old=old,
+        new=new,
+        added_count=added_count,
+        removed_count=removed_count,
+        kept_count=new.item_count - added_count,
+        added=_members_with_items(added, limit),
+        removed=_members_with_items(removed, limit),
+    )
+
+
+def filter_choices() -> dict:
+    """What the dataset form offers: categories, versions, variants and sources that exist."""
+    from feedback.models import Source
+
+    values = FeedbackItem.objects.order_by()
+    return {
+        "categories": list(
+            Category.objects.exclude(status=Category.Status.MERGED).only("id", "name", "status").order_by("name")
+        ),
+        "model_versions": sorted(v for v in values.values_list("model_version", flat=True).distinct() if v),
+        "variants": sorted(v for v in values.values_list("variant", flat=True).distinct() if v),
+        "sources": list(Source.objects.only("id", "slug", "name").order_by("name")),
+    }
+
+
+FILTER_LABELS = {
+    "categories": "Categories",
+    "verdicts": "Verdicts",
+    "tags": "Tags (any)",
+    "rating": "Rating",
+    "kinds": "Kinds",
+    "model_versions": "Model versions",
+    "variants": "Variants",
+    "sources": "Sources",
+    "date_from": "From",
+    "date_to": "To",
+    "reviewed_only": "Reviewer-confirmed only",
+    "has_hint": "Has a coaching hint",
+    "has_corrected_response": "Has a corrected response",
+}
+
+
+def filters_described(*, filters: dict) -> list[tuple[str, str]]:
+    """The stored filters as (label, text) lines for the pages; category ids become names."""
+    names = {}
+    if filters.get("categories"):
+        names = dict(Category.objects.filter(id__in=filters["categories"]).values_list("id", "name"))
+    lines = []
+    for key, label in FILTER_LABELS.items():
+        value = filters.get(key)
+        if value in (None, False, []):
+            continue
+        if key == "categories":
+            text = ", ".join(names.get(category_id, f"#{category_id} (gone)") for category_id in value)
+        elif isinstance(value, list):
+            text = ", ".join(str(part) for part in value)
+        elif value is True:
+            text = "yes"
+        else:
+            text = str(value)
+        lines.append((label, text))
+    return lines

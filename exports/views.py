@@ -1,0 +1,236 @@
+"""Dataset pages. Thin views: read the request, call one selector or service, render.
+
+Reviewers define datasets, export them and download versions; admins also
+set schedules and delete datasets.
+"""
+
+from django.contrib import messages
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from pydantic import ValidationError
+
+from config.apitools import ApiError
+from exports import selectors, services
+from exports.api import version_file_response
+from exports.forms import DatasetForm, DiffForm, ScheduleForm
+from exports.holdout import REASONS
+from exports.models import Dataset, ExportRun, Mode, Trigger
+from exports.schemas import DatasetIn, DatasetPatch, ScheduleIn
+from feedback.schemas import first_error
+from labeling.permissions import admin_required, reviewer_required
+
+
+def _dataset_or_404(dataset_id: int) -> Dataset:
+    return get_object_or_404(Dataset.objects.select_related("periodic_task"), id=dataset_id)
+
+
+def _form_page(request: HttpRequest, form: DatasetForm, *, dataset: Dataset | None, status: int = 200) -> HttpResponse:
+    return render(request, "exports/form.html", {"form": form, "dataset": dataset}, status=status)
+
+
+def _save(form: DatasetForm, save) -> Dataset | None:
+    """Validate the spec and call the service; refusals land on the form's fields."""
+    try:
+        return save(form.spec())
+    except ValidationError as exc:
+        message, field = first_error(exc)
+        form.add_refusal(field, message)
+    except services.DatasetRefused as refusal:
+        form.add_refusal(refusal.field, refusal.message)
+    return None
+
+
+@reviewer_required
+@require_GET
+def dataset_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "exports/list.html", {"datasets": selectors.datasets_list()})
+
+
+@reviewer_required
+@require_http_methods(["GET", "POST"])
+def dataset_new(request: HttpRequest) -> HttpResponse:
+    form = DatasetForm(request.POST or None, choices=selectors.filter_choices())
+    if request.method == "POST" and form.is_valid():
+        dataset = _save(
+            form, lambda spec: services.dataset_create(spec=DatasetIn.model_validate(spec), user=request.user)
+        )
+        if dataset is not None:
+            messages.success(request, f"Dataset “{dataset.name}” defined. Export it when you are ready.")
+            return redirect("dataset_detail", dataset_id=dataset.id)
+    return _form_page(request, form, dataset=None, status=422 if form.errors else 200)
+
+
+@reviewer_required
+@require_http_methods(["GET", "POST"])
+def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = _dataset_or_404(dataset_id)
+    form = DatasetForm(
+        request.POST or None,
+        initial=DatasetForm.initial_for(dataset),
+        choices=selectors.filter_choices(),
+        dataset=dataset,
+    )
+    if request.method == "POST" and form.is_valid():
+
+        def save(spec: dict) -> Dataset:
+            patch = DatasetPatch.model_validate(spec)
+            return services.dataset_update(dataset=dataset, patch=patch, user=request.user)
+
+        if _save(form, save) is not None:
+            messages.success(request, f"Dataset “{dataset.name}” saved. The next export uses the new definition.")
+            return redirect("dataset_detail", dataset_id=dataset.id)
+    return _form_page(request, form, dataset=dataset, status=422 if form.errors else 200)
+
+
+def _run_context(run: ExportRun | None) -> dict:
+    return {
+        "run": run,
+        "active": run is not None and run.is_active,
+        "percent": round((run.progress if run else 0) * 100),
+    }
+
+
+def _detail_page(request: HttpRequest, dataset: Dataset, *, status: int = 200, schedule_form=None) -> HttpResponse:
+    versions = list(selectors.dataset_versions(dataset=dataset))
+    numbers = sorted(v.number for v in versions)
+    diff_initial = {"old": numbers[-2], "new": numbers[-1]} if len(numbers) >= 2 else None
+    context = {
+        "dataset": dataset,
+        "versions": versions,
+        "filters": selectors.filters_described(filters=dataset.filters),
+        "schedule_form": schedule_form
+        or ScheduleForm(initial={"cron": dataset.schedule_cron, "mode": dataset.schedule_mode}),
+        "diff_form": DiffForm(initial=diff_initial, numbers=numbers) if diff_initial else None,
+        "reasons": REASONS,
+        **_run_context(selectors.dataset_latest_run(dataset=dataset)),
+    }
+    return render(request, "exports/detail.html", context, status=status)
+
+
+@reviewer_required
+@require_GET
+def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    return _detail_page(request, _dataset_or_404(dataset_id))
+
+
+@reviewer_required
+@require_POST
+def dataset_export(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    """Export now: a run queued for the worker; the page follows its progress."""
+    dataset = _dataset_or_404(dataset_id)
+    mode = Mode.INCREMENTAL if request.POST.get("mode") == Mode.INCREMENTAL else Mode.SNAPSHOT
+    try:
+        services.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER, user=request.user, mode=mode)
+    except services.ExportAlreadyRunning as running:
+        messages.error(
+            request,
+            f"An export of “{dataset.name}” is already {running.run.get_status_display().lower()}; "
+            "this one was not started.",
+        )
+        return _detail_page(request, dataset, status=409)
+    return redirect(reverse("dataset_detail", args=[dataset.id]) + "#export-status")
+
+
+@reviewer_required
+@require_GET
+def run_status(request: HttpRequest, dataset_id: int, run_id: int) -> HttpResponse:
+    """The polled status row; it stops asking once the run has finished."""
+    run = get_object_or_404(ExportRun.objects.select_related("dataset", "version"), id=run_id, dataset_id=dataset_id)
+    response = render(request, "exports/_run_status.html", {"dataset": run.dataset, **_run_context(run)})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@admin_required
+@require_POST
+def dataset_schedule(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = _dataset_or_404(dataset_id)
+    form = ScheduleForm(request.POST)
+    if form.is_valid():
+        try:
+            services.dataset_schedule_set(
+                dataset=dataset,
+                schedule=ScheduleIn(cron=form.cleaned_data["cron"], mode=form.cleaned_data["mode"]),
+                user=request.user,
+            )
+        except services.DatasetRefused as refusal:
+            form.add_error("cron", refusal.message)
+        else:
+            cron = dataset.schedule_cron
+            messages.success(
+                request,
+                f"Scheduled: {cron} (UTC), {dataset.get_schedule_mode_display().lower()}."
+                if cron
+                else "Schedule removed.",
+            )
+            return redirect("dataset_detail", dataset_id=dataset.id)
+    return _detail_page(request, dataset, status=422, schedule_form=form)
+
+
+@admin_required
+@require_POST
+def dataset_delete(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = _dataset_or_404(dataset_id)
+    name = dataset.name
+    try:
+        services.dataset_delete(dataset=dataset, user=request.user)
+    except services.DatasetRefused as refusal:
+        messages.error(request, refusal.message)
+        return _detail_page(request, dataset, status=refusal.status)
+    messages.success(request, f"Deleted the dataset “{name}” with its versions and files.")
+    return redirect("dataset_list")
+
+
+def _version_or_404(dataset: Dataset, number: int):
+    version = selectors.version_get(dataset=dataset, number=number)
+    if version is None:
+        raise Http404(f"{dataset.name} has no version {number}")
+    return version
+
+
+@reviewer_required
+@require_GET
+def version_detail(request: HttpRequest, dataset_id: int, number: int) -> HttpResponse:
+    dataset = _dataset_or_404(dataset_id)
+    version = _version_or_404(dataset, number)
+    held = [
+        (reason, count, REASONS.get(reason, reason)) for reason, count in version.held_out.get("reasons", {}).items()
+    ]
+    checked = [f"{count} {key.replace('_', ' ')}" for key, count in version.held_out.get("checked_against", {}).items()]
+    context = {
+        "dataset": dataset,
+        "version": version,
+        "held": held,
+        "checked": checked,
+        "counts": version.counts,
+        "folder": services.version_folder(version=version),
+    }
+    return render(request, "exports/version.html", context)
+
+
+@reviewer_required
+@require_GET
+def version_file(request: HttpRequest, dataset_id: int, number: int, name: str) -> FileResponse:
+    version = _version_or_404(_dataset_or_404(dataset_id), number)
+    try:
+        return version_file_response(version, name)
+    except ApiError as missing:
+        raise Http404(missing.message) from None
+
+
+@reviewer_required
+@require_GET
+def version_diff(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = _dataset_or_404(dataset_id)
+    numbers = sorted(dataset.versions.values_list("number", flat=True))
+    form = DiffForm(request.GET, numbers=numbers)
+    if not form.is_valid():
+        messages.error(request, format_html("Choose two versions of {} to compare.", dataset.name))
+        return _detail_page(request, dataset, status=422)
+    diff = selectors.version_diff(
+        old=_version_or_404(dataset, form.cleaned_data["old"]), new=_version_or_404(dataset, form.cleaned_data["new"])
+    )
+    return render(request, "exports/diff.html", {"dataset": dataset, "diff": diff, "form": form})
