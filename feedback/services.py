@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from feedback.models import ApiToken, Embedding, FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn, first_error
+from feedback.scrubber import scrub
 from feedback.signatures import secret_generate, secret_key
 
 logger = logging.getLogger(__name__)
@@ -318,7 +319,8 @@ def items_embed(*, item_ids: list[int]) -> list[int]:
         return []
     model_name = embedder.model_label()
     for item in items:
-        item.embed_text = embeddable_text(item)
+        # Secrets and personal data never reach a vector or anything derived from it.
+        item.embed_text = scrub(embeddable_text(item)).text
         item.content_hash = content_hash(item.embed_text) if item.embed_text else ""
 
     hashes = {item.content_hash: item.embed_text for item in items if item.content_hash}

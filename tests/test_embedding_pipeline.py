@@ -136,3 +136,19 @@ def test_similar_items_come_back_nearest_first():
     assert neighbours[0].similarity >= neighbours[1].similarity >= neighbours[2].similarity
     by_text = selectors.similar_items(text="tests reported green but were red", k=1)
     assert by_text[0].item_id == items[2].id
+
+
+@pytest.mark.django_db
+def test_the_embedded_text_carries_no_secrets_or_personal_data():
+    source, _ = source_make()
+    item = make_item(
+        source,
+        "leaky",
+        comment="It printed my key ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 and mailed dana@example.com",
+    )
+    services.items_embed(item_ids=[item.id])
+    item.refresh_from_db()
+    assert "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789" not in item.embed_text
+    assert "dana@example.com" not in item.embed_text
+    assert "[SECRET:github_token]" in item.embed_text and "[EMAIL]" in item.embed_text
+    assert item.comment.endswith("dana@example.com")  # the signal itself is kept as received
