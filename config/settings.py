@@ -233,6 +233,12 @@ if REDIS_URL:
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
         "socket_connect_timeout": 2,
         "socket_timeout": 5,
+        # A web request that publishes must not hang on a dead broker: one
+        # quick try, then the item waits for the sweeper.
+        "max_retries": 1,
+        "interval_start": 0,
+        "interval_step": 0.2,
+        "interval_max": 0.2,
     }
 else:
     broker_dir = DATA_DIR / "broker"

@@ -16,7 +16,10 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode()
 
 
-def manifest_build(*, meta: dict[str, Any], counts: dict, held_out: dict, files: list[dict]) -> dict[str, Any]:
+def manifest_build(
+    *, meta: dict[str, Any], counts: dict, held_out: dict, files: list[dict], scrubbed: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """`scrubbed`: placeholder label -> replacements over the whole version (texts are scrubbed as rows are built)."""
     return {
         "dataset": meta["dataset"],
         "description": meta["description"],
@@ -33,6 +36,7 @@ def manifest_build(*, meta: dict[str, Any], counts: dict, held_out: dict, files:
         "counts": counts,
         "held_out": held_out,
         "files": files,
+        "scrubbed": scrubbed or {},
     }
 
 

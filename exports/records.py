@@ -5,11 +5,13 @@ changed last, so the verdict, hint and corrected response written together
 always come from the same reviewer decision.
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
+from feedback.scrubber import scrub, scrub_json
 from feedback.services import embeddable_text
 from labeling.models import Category, Label
 
@@ -52,6 +54,8 @@ class ExportRecord:
     vector: np.ndarray | None = None
     # Train export: the item is in an eval version; eval export: in a train version.
     in_opposite_purpose: bool = False
+    # Placeholder label ("EMAIL", "SECRET:aws_access_key") -> replacements made in this record.
+    scrubbed: dict[str, int] = field(default_factory=dict)
 
     @property
     def expected_behavior(self) -> str:
@@ -117,6 +121,49 @@ def _assigned_category(row) -> tuple[int | None, str | None]:
     return row.assignment__category_id, row.assignment__category__name
 
 
+# The text fields of a record that an export writes: each passes through the scrubber.
+SCRUBBED_TEXT_FIELDS = (
+    "external_id",
+    "title",
+    "comment",
+    "expected",
+    "model_name",
+    "model_version",
+    "variant",
+    "surface",
+    "output",
+    "category",
+    "hint",
+    "corrected_response",
+)
+
+
+def scrub_record(record: ExportRecord) -> ExportRecord:
+    """Scrub every text an export writes, in place; `record.scrubbed` counts the placeholders.
+
+    `record.text` stays as it is: it is never written, and the held-out check
+    compares it with the (unscrubbed) text of eval items.
+    """
+    counts: Counter[str] = Counter()
+
+    def clean(value: str) -> str:
+        result = scrub(value)
+        counts.update(result.counts)
+        return result.text
+
+    for name in SCRUBBED_TEXT_FIELDS:
+        value = getattr(record, name)
+        if isinstance(value, str) and value:
+            setattr(record, name, clean(value))
+    record.messages = [{"role": m["role"], "content": clean(m["content"])} for m in record.messages]
+    record.tags = [clean(tag) if isinstance(tag, str) else tag for tag in record.tags]
+    if record.tool_calls is not None:
+        record.tool_calls, tool_counts = scrub_json(record.tool_calls)
+        counts.update(tool_counts)
+    record.scrubbed = dict(counts)
+    return record
+
+
 def record_from_row(row, *, label: Label | None) -> ExportRecord:
     """The record of one item row (a named tuple of ITEM_COLUMNS, maybe with the vector) and its latest label.
 
@@ -130,7 +177,7 @@ def record_from_row(row, *, label: Label | None) -> ExportRecord:
     category = _final(label.category if label is not None and label.category_id else None)
     category_id, category_name = (category.id, category.name) if category else _assigned_category(row)
     raw_vector = getattr(row, VECTOR_COLUMN, None)
-    return ExportRecord(
+    record = ExportRecord(
         id=row.id,
         external_id=row.external_id,
         source=row.source__slug,
@@ -164,3 +211,4 @@ def record_from_row(row, *, label: Label | None) -> ExportRecord:
         vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
         in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),
     )
+    return scrub_record(record)

@@ -1,5 +1,6 @@
 """Writes for the exports: datasets, schedules, export runs and the versions they make."""
 
+import csv
 import functools
 import hashlib
 import json
@@ -16,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import BooleanField, Value
@@ -23,7 +25,14 @@ from django.utils import timezone
 
 from exports import selectors
 from exports.card import card_text, manifest_build, manifest_bytes
-from exports.formats import WRITERS, Writer
+from exports.formats import (
+    JSON_IN_CSV,
+    WRITERS,
+    CsvWriter,
+    JsonlWriter,
+    ParquetWriter,
+    Writer,
+)
 from exports.holdout import (
     EvalDeduplicator,
     TrainGuard,
@@ -41,6 +50,7 @@ from exports.models import (
 from exports.records import ExportRecord
 from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
 from feedback.models import FeedbackItem, Source
+from feedback.scrubber import find_unscrubbed
 from labeling.audit import audit_record
 from labeling.models import Category
 
@@ -66,6 +76,10 @@ class ExportAlreadyRunning(Exception):
     def __init__(self, run: ExportRun) -> None:
         super().__init__(f"an export of '{run.dataset.name}' is already {run.status} (run {run.id})")
         self.run = run
+
+
+class UnscrubbedOutput(Exception):
+    """The files of a version still hold text the scrubber would replace."""
 
 
 class HeldOutChanged(Exception):
@@ -497,10 +511,12 @@ class _Counts:
         self.by_category = Counter()
         self.by_model_version = Counter()
         self.by_split = Counter()
+        self.scrubbed = Counter()
 
     def add(self, records: list[ExportRecord]) -> None:
         for record in records:
             self.items += 1
+            self.scrubbed.update(record.scrubbed)
             self.by_category[record.category or "(none)"] += 1
             self.by_model_version[record.model_version or "(none)"] += 1
             self.by_split[record.split or "unlabelled"] += 1
@@ -512,6 +528,58 @@ class _Counts:
             "by_model_version": dict(sorted(self.by_model_version.items())),
             "by_split": dict(sorted(self.by_split.items())),
         }
+
+
+def _strings(value) -> Iterator[str]:
+    """Every string value inside nested dicts and lists (keys are not scrubbed, so not checked)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _json_or_text(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _written_strings(writer: Writer) -> Iterator[str]:
+    """The texts in a written file, read back from disk: JSON strings, CSV cells, parquet string columns."""
+    if isinstance(writer, JsonlWriter):
+        with open(writer.path, encoding="utf-8") as handle:
+            for line in handle:
+                yield from _strings(json.loads(line))
+    elif isinstance(writer, CsvWriter):
+        with open(writer.path, encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            json_columns = {i for i, name in enumerate(header) if name in JSON_IN_CSV or name == "tool_calls"}
+            for row in reader:
+                for index, cell in enumerate(row):
+                    yield from _strings(_json_or_text(cell) if index in json_columns and cell else cell)
+    elif isinstance(writer, ParquetWriter):
+        for batch in pq.ParquetFile(writer.path).iter_batches(batch_size=2000):
+            for name, column in zip(batch.schema.names, batch.columns):
+                for value in column.to_pylist():
+                    yield from _strings(_json_or_text(value) if name == "tool_calls" and value else value)
+
+
+def _check_scrubbed(writers: list[Writer]) -> None:
+    """Fail the version when any written text still holds something the scrubber would replace."""
+    found: dict[str, set[str]] = {}
+    for writer in writers:
+        for text in _written_strings(writer):
+            for name in find_unscrubbed(text):
+                found.setdefault(name, set()).add(writer.file_name)
+    if found:
+        details = "; ".join(f"{name} in {', '.join(sorted(files))}" for name, files in sorted(found.items()))
+        raise UnscrubbedOutput(f"the export files still hold unscrubbed text: {details}")
 
 
 def _write_folder(
@@ -528,6 +596,7 @@ def _write_folder(
     finally:
         for writer in writers:
             writer.close()
+    _check_scrubbed(writers)
     files = [
         {
             "name": writer.file_name,
@@ -547,7 +616,8 @@ def _write_folder(
         {"name": "README.md", "format": "card", "rows": None, "bytes": readme.stat().st_size, "sha256": _sha256(readme)}
     )
     files.sort(key=lambda entry: entry["name"])
-    manifest = manifest_build(meta=meta, counts=summary, held_out=held, files=files)
+    scrubbed = dict(sorted(counts.scrubbed.items()))
+    manifest = manifest_build(meta=meta, counts=summary, held_out=held, files=files, scrubbed=scrubbed)
     content = manifest_bytes(manifest)
     (folder / "manifest.json").write_bytes(content)
     for path in folder.iterdir():

@@ -2,6 +2,7 @@
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
+from feedback.scrubber import scrub, scrub_json
 from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock
 from labeling.review_services import OPEN_STATUSES
 from labeling.services import failure_signals
@@ -267,6 +269,8 @@ def item_in_double_review(item: FeedbackItem) -> bool:
 class SimilarItem:
     item: FeedbackItem
     similarity: float
+    # The scrubbed line the panel shows for it.
+    preview: str = ""
 
     @property
     def percent(self) -> int:
@@ -283,7 +287,15 @@ def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
         .defer("raw_payload", "context")
         .in_bulk([n.item_id for n in neighbours])
     )
-    return [SimilarItem(item=rows[n.item_id], similarity=n.similarity) for n in neighbours if n.item_id in rows]
+    return [
+        SimilarItem(item=rows[n.item_id], similarity=n.similarity, preview=_preview(rows[n.item_id]))
+        for n in neighbours
+        if n.item_id in rows
+    ]
+
+
+def _preview(item: FeedbackItem) -> str:
+    return scrub((item.title or item.comment or item.embed_text or "")[:1000]).text
 
 
 # --- Rendering the rated context ----------------------------------------------------
@@ -354,9 +366,13 @@ def _tool_call(raw: Any) -> ToolCall:
     return ToolCall(name=str(name), arguments=_pretty(arguments), result=_pretty(result), has_result=has_result)
 
 
-def item_transcript(*, item: FeedbackItem) -> list[Block]:
-    """The rated conversation or agent run as labelled blocks, in the order it happened."""
-    context = item.context if isinstance(item.context, dict) else {}
+def item_transcript(*, item: FeedbackItem, context: dict | None = None) -> list[Block]:
+    """The rated conversation or agent run as labelled blocks, in the order it happened.
+
+    `context`: the (scrubbed) context to show instead of the item's own.
+    """
+    if context is None:
+        context = item.context if isinstance(item.context, dict) else {}
     blocks: list[Block] = []
     for message in context.get("messages") or []:
         if not isinstance(message, dict):
@@ -373,10 +389,54 @@ def item_transcript(*, item: FeedbackItem) -> list[Block]:
     return blocks
 
 
-def item_metadata(*, item: FeedbackItem) -> str:
-    context = item.context if isinstance(item.context, dict) else {}
+def item_metadata(*, item: FeedbackItem, context: dict | None = None) -> str:
+    if context is None:
+        context = item.context if isinstance(item.context, dict) else {}
     metadata = context.get("metadata")
     return _pretty(metadata) if metadata else ""
+
+
+@dataclass
+class ItemText:
+    """What the item page shows of an item's text: scrubbed by default, the original on reveal."""
+
+    title: str
+    comment: str
+    expected: str
+    transcript: str
+    blocks: list[Block]
+    metadata: str
+    revealed: bool
+    # Placeholder label -> replacements; empty when revealed or when nothing was found.
+    scrubbed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def scrubbed_total(self) -> int:
+        return sum(self.scrubbed.values())
+
+
+def item_text(*, item: FeedbackItem, reveal: bool = False) -> ItemText:
+    """The item's texts for its page: secrets and personal data replaced by placeholders unless `reveal`."""
+    context = item.context if isinstance(item.context, dict) else {}
+    fields = {"title": item.title or "", "comment": item.comment or "", "expected": item.expected or ""}
+    counts: dict[str, int] = {}
+    if not reveal:
+        context, context_counts = scrub_json(context)
+        totals = Counter(context_counts)
+        for name, value in fields.items():
+            result = scrub(value)
+            fields[name] = result.text
+            totals.update(result.counts)
+        counts = dict(sorted(totals.items()))
+    transcript = context.get("transcript", "")
+    return ItemText(
+        **fields,
+        transcript=transcript if isinstance(transcript, str) else "",
+        blocks=item_transcript(item=item, context=context),
+        metadata=item_metadata(item=item, context=context),
+        revealed=reveal,
+        scrubbed=counts,
+    )
 
 
 def item_raw_payload(*, item: FeedbackItem) -> str:
@@ -392,6 +452,11 @@ class Pair:
     first: Label
     second: Label
     category: Category | None
+
+    @property
+    def preview(self) -> str:
+        """The item's title or comment, scrubbed: the agreement page is read widely."""
+        return scrub((self.item.title or self.item.comment or "")[:1000]).text
 
     @property
     def verdicts_agree(self) -> bool:

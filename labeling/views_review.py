@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from labeling import review_selectors as selectors
 from labeling import review_services as services
-from labeling.audit import audit_trail
+from labeling.audit import audit_record, audit_trail
 from labeling.forms import DoubleReviewRequestForm, LabelForm
 from labeling.permissions import admin_required, is_admin, reviewer_required
 
@@ -45,7 +45,25 @@ def _skipped_set(request: HttpRequest, queue: selectors.Queue, item_ids: list[in
 @reviewer_required
 @require_http_methods(["GET", "POST"])
 def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
+    return _item_page(request, item_id=item_id)
+
+
+@reviewer_required
+@require_POST
+def item_reveal(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The item page with the original, unscrubbed text; every reveal is on the audit trail."""
     item = selectors.item_for_review(item_id=item_id)
+    if item is None:
+        raise Http404("No such item.")
+    audit_record(actor=request.user, action="revealed original", item=item)
+    response = _item_page(request, item_id=item_id, item=item, reveal=True)
+    response["Cache-Control"] = "no-store"  # the original text stays out of every cache
+    return response
+
+
+def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = False) -> HttpResponse:
+    """The item page; a POST here is a label (the reveal renders the GET page with the original text)."""
+    item = item or selectors.item_for_review(item_id=item_id)
     if item is None:
         raise Http404("No such item.")
     queue = selectors.queue_parse(key=request.GET.get("queue")) if request.GET.get("queue") else None
@@ -58,7 +76,7 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     assignment = selectors.item_assignment(item)
     assignment_by_reviewer = assignment is not None and assignment.assigned_by == assignment.By.REVIEWER
 
-    if request.method == "POST":
+    if request.method == "POST" and not reveal:
         form = LabelForm(request.POST)
         if form.is_valid():
             try:
@@ -75,12 +93,12 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
         preselect = assignment.category_id if assignment and not (blind and assignment_by_reviewer) else None
         form = LabelForm(initial=LabelForm.initial_for(label=my_label, category_id=preselect))
     context = _item_context(
-        request, item=item, queue=queue, others=others, blind=blind, my_label=my_label, form=form
+        request, item=item, queue=queue, others=others, blind=blind, my_label=my_label, form=form, reveal=reveal
     )
     return render(request, "labeling/review/item_detail.html", context, status=422 if form.errors else 200)
 
 
-def _item_context(request, *, item, queue, others, blind, my_label, form) -> dict:
+def _item_context(request, *, item, queue, others, blind, my_label, form, reveal: bool = False) -> dict:
     categories = selectors.categories_open()
     suggestions = selectors.categories_suggested(item=item, categories=categories)
     suggested_ids = {s.category.id for s in suggestions}
@@ -98,14 +116,17 @@ def _item_context(request, *, item, queue, others, blind, my_label, form) -> dic
         previous_url = _item_url(previous_id) if previous_id else ""
         next_url = _item_url(next_id) if next_id else ""
         progress = None
+    text = selectors.item_text(item=item, reveal=reveal)
     selected = form["category"].value()
     checked_tags = set(form["tags"].value() or [])
     return {
         "item": item,
         "assignment": selectors.item_assignment(item),
-        "blocks": selectors.item_transcript(item=item),
-        "transcript": item.context.get("transcript", "") if isinstance(item.context, dict) else "",
-        "metadata": selectors.item_metadata(item=item),
+        # Scrubbed unless the reviewer asked for the original (POST .../reveal).
+        "text": text,
+        "blocks": text.blocks,
+        "transcript": text.transcript,
+        "metadata": text.metadata,
         "raw_payload": selectors.item_raw_payload(item=item) if is_admin(request.user) else None,
         "queue": queue,
         "progress": progress,
@@ -240,6 +261,7 @@ def agreement_sample(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("items/<int:item_id>/", item_detail, name="item_detail"),
     path("items/<int:item_id>/similar", item_similar, name="item_similar"),
+    path("items/<int:item_id>/reveal", item_reveal, name="item_reveal"),
     path("review/", review_queue, name="review_queue"),
     path("review/next", review_next, name="review_next"),
     path("review/skip", review_skip, name="review_skip"),
