@@ -1,9 +1,8 @@
 """Reads for the feedback app."""
 
-from django.db.models import Count, QuerySet
 from django.utils import timezone
 
-from feedback.models import ApiToken, FeedbackItem, Source
+from feedback.models import ApiToken, Source
 from feedback.vector_index import Neighbour
 from feedback.services import token_hash
 
@@ -35,17 +34,6 @@ def api_token_authenticate(*, raw_token: str) -> ApiToken:
     if not token.source.is_active:
         raise TokenRefused("the API token's source is deactivated")
     return token
-
-
-def pipeline_counts() -> dict[str, int]:
-    """How many items are in each pipeline state."""
-    counts = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-    return {status: counts.get(status, 0) for status in FeedbackItem.Status.values}
-
-
-def items_recent(*, source: Source | None = None) -> QuerySet[FeedbackItem]:
-    items = FeedbackItem.objects.select_related("source")
-    return items.filter(source=source) if source else items
 
 
 def similar_items(*, item_id: int | None = None, text: str | None = None, k: int = 10) -> list[Neighbour]:

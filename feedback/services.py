@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
@@ -364,8 +365,6 @@ def items_embed(*, item_ids: list[int]) -> list[int]:
 
 def items_record_failure(*, item_ids: list[int], error: str) -> None:
     """Count a failed attempt; an item out of attempts shows as failed, with the error."""
-    from django.db.models import F
-
     waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
     waiting.update(attempts=F("attempts") + 1, last_error=error[:2000])
     waiting.filter(attempts__gte=settings.PIPELINE_MAX_ATTEMPTS).update(

@@ -73,3 +73,18 @@ def client_for(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
+
+
+def celery_broker_use(url: str, transport_options: dict | None = None) -> None:
+    """Point this process's Celery at another broker, dropping every pooled connection."""
+    import kombu.pools
+
+    from config.celery import app as celery_app
+
+    celery_app.conf.broker_url = url
+    if transport_options is not None:
+        celery_app.conf.broker_transport_options = transport_options
+    celery_app.pool.force_close_all()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    kombu.pools.reset()

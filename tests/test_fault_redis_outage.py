@@ -14,13 +14,12 @@ import time
 import uuid
 from pathlib import Path
 
-import kombu.pools
 import pytest
 from django.conf import settings
 
 from config.celery import app as celery_app
 from feedback.models import FeedbackItem
-from tests.factories import post_signed, rating_event, source_make
+from tests.factories import celery_broker_use, post_signed, rating_event, source_make
 from tests.test_worker_kill import ROOT, database_url, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
@@ -43,15 +42,6 @@ def redis_start(port: int) -> subprocess.Popen:
     return process
 
 
-def use_broker(url: str, transport_options: dict) -> None:
-    celery_app.conf.broker_url = url
-    celery_app.conf.broker_transport_options = transport_options
-    celery_app.pool.force_close_all()
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-    kombu.pools.reset()
-
-
 @pytest.fixture
 def private_redis():
     if REDIS is None:
@@ -62,12 +52,12 @@ def private_redis():
     saved = celery_app.conf.broker_url, celery_app.conf.broker_transport_options
     state = {"port": port, "process": redis_start(port)}
     # The options production uses with Redis (config/settings.py), whatever broker this run has.
-    use_broker(f"redis://127.0.0.1:{port}/0", {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+    celery_broker_use(f"redis://127.0.0.1:{port}/0", {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
                                               "interval_max": 0.2, "socket_connect_timeout": 2})
     yield state
     state["process"].terminate()
     state["process"].wait(10)
-    use_broker(*saved)
+    celery_broker_use(*saved)
 
 
 def celery(args: list[str], env: dict, log: Path) -> subprocess.Popen:

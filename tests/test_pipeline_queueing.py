@@ -3,32 +3,22 @@
 import time
 from datetime import timedelta
 
-import kombu.pools
 import pytest
 from django.utils import timezone
 
 from config.celery import app as celery_app
 from feedback import services
 from feedback.models import FeedbackItem
-from tests.factories import post_signed, rating_event, source_make
-
-
-def reset_connections():
-    celery_app.pool.force_close_all()
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-    kombu.pools.reset()
+from tests.factories import celery_broker_use, post_signed, rating_event, source_make
 
 
 @pytest.fixture
 def broker_down():
     """Point Celery at a port where nothing listens, as when Redis is stopped."""
     saved_url = celery_app.conf.broker_url
-    celery_app.conf.broker_url = "redis://127.0.0.1:1/0"
-    reset_connections()
+    celery_broker_use("redis://127.0.0.1:1/0")
     yield
-    celery_app.conf.broker_url = saved_url
-    reset_connections()
+    celery_broker_use(saved_url)
 
 
 @pytest.mark.django_db(transaction=True)
