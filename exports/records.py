@@ -6,6 +6,7 @@ always come from the same reviewer decision.
 """
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -138,7 +139,7 @@ SCRUBBED_TEXT_FIELDS = (
 )
 
 
-def scrub_record(record: ExportRecord) -> ExportRecord:
+def scrub_record(record: ExportRecord, *, extra_patterns: Sequence[tuple[str, str]] = ()) -> ExportRecord:
     """Scrub every text an export writes, in place; `record.scrubbed` counts the placeholders.
 
     `record.text` stays as it is: it is never written, and the held-out check
@@ -147,7 +148,7 @@ def scrub_record(record: ExportRecord) -> ExportRecord:
     counts: Counter[str] = Counter()
 
     def clean(value: str) -> str:
-        result = scrub(value)
+        result = scrub(value, extra_patterns=extra_patterns)
         counts.update(result.counts)
         return result.text
 
@@ -158,13 +159,13 @@ def scrub_record(record: ExportRecord) -> ExportRecord:
     record.messages = [{"role": m["role"], "content": clean(m["content"])} for m in record.messages]
     record.tags = [clean(tag) if isinstance(tag, str) else tag for tag in record.tags]
     if record.tool_calls is not None:
-        record.tool_calls, tool_counts = scrub_json(record.tool_calls)
+        record.tool_calls, tool_counts = scrub_json(record.tool_calls, extra_patterns=extra_patterns)
         counts.update(tool_counts)
     record.scrubbed = dict(counts)
     return record
 
 
-def record_from_row(row, *, label: Label | None) -> ExportRecord:
+def record_from_row(row, *, label: Label | None, extra_patterns: Sequence[tuple[str, str]] = ()) -> ExportRecord:
     """The record of one item row (a named tuple of ITEM_COLUMNS, maybe with the vector) and its latest label.
 
     Rows rather than model instances: building five model objects per item
@@ -211,4 +212,4 @@ def record_from_row(row, *, label: Label | None) -> ExportRecord:
         vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
         in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),
     )
-    return scrub_record(record)
+    return scrub_record(record, extra_patterns=extra_patterns)

@@ -1,7 +1,7 @@
 """Reads for the exports: which items a dataset takes, datasets, versions and their diffs."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from itertools import islice
@@ -172,9 +172,14 @@ def latest_labels(*, item_ids: list[int]) -> dict[int, Label]:
 
 
 def records_stream(
-    items: QuerySet[FeedbackItem], *, with_vector: bool, chunk_size: int | None = None
+    items: QuerySet[FeedbackItem],
+    *,
+    with_vector: bool,
+    extra_patterns: Sequence[tuple[str, str]] = (),
+    chunk_size: int | None = None,
 ) -> Iterator[list[ExportRecord]]:
-    """Chunks of records, read through a server-side cursor; never all items at once.
+    """Chunks of scrubbed records (`extra_patterns` on top of the built-in rules),
+    read through a server-side cursor; never all items at once.
 
     Labels are read once per chunk rather than with prefetch_related, which
     builds a queryset per item and costs more than the records themselves.
@@ -186,7 +191,7 @@ def records_stream(
         if not chunk:
             return
         labels = latest_labels(item_ids=[row.id for row in chunk])
-        yield [record_from_row(row, label=labels.get(row.id)) for row in chunk]
+        yield [record_from_row(row, label=labels.get(row.id), extra_patterns=extra_patterns) for row in chunk]
 
 
 def in_versions_of(*, purpose: str | None = None, dataset: Dataset | None = None) -> Exists:
@@ -254,7 +259,7 @@ class VersionDiff:
 
 def _members_with_items(members: QuerySet[DatasetVersionItem], limit: int) -> list[tuple[int, FeedbackItem | None]]:
     ids = list(members.order_by("item_id").values_list("item_id", flat=True)[:limit])
-    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__slug")
+    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__slug", "source__scrub_patterns")
     items = FeedbackItem.objects.select_related("source").only(*shown).in_bulk(ids)
     return [(item_id, items.get(item_id)) for item_id in ids]
 

@@ -11,7 +11,7 @@ import shutil
 import socket
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -50,6 +50,7 @@ from exports.models import (
 from exports.records import ExportRecord
 from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
 from feedback.models import FeedbackItem, Source
+from feedback import selectors as feedback_selectors
 from feedback.scrubber import find_unscrubbed
 from labeling.audit import audit_record
 from labeling.models import Category
@@ -570,12 +571,12 @@ def _written_strings(writer: Writer) -> Iterator[str]:
                     yield from _strings(_json_or_text(value) if name == "tool_calls" and value else value)
 
 
-def _check_scrubbed(writers: list[Writer]) -> None:
+def _check_scrubbed(writers: list[Writer], *, extra_patterns: Sequence[tuple[str, str]]) -> None:
     """Fail the version when any written text still holds something the scrubber would replace."""
     found: dict[str, set[str]] = {}
     for writer in writers:
         for text in _written_strings(writer):
-            for name in find_unscrubbed(text):
+            for name in find_unscrubbed(text, extra_patterns=extra_patterns):
                 found.setdefault(name, set()).add(writer.file_name)
     if found:
         details = "; ".join(f"{name} in {', '.join(sorted(files))}" for name, files in sorted(found.items()))
@@ -583,9 +584,18 @@ def _check_scrubbed(writers: list[Writer]) -> None:
 
 
 def _write_folder(
-    *, folder: Path, meta: dict, batches: Iterator[list[ExportRecord]], held_out: Callable[[], dict]
+    *,
+    folder: Path,
+    meta: dict,
+    batches: Iterator[list[ExportRecord]],
+    held_out: Callable[[], dict],
+    extra_patterns: Sequence[tuple[str, str]],
 ) -> Written:
-    """Every file of a version into `folder`: data files, README.md, then manifest.json."""
+    """Every file of a version into `folder`: data files, README.md, then manifest.json.
+
+    `extra_patterns` are the custom scrub patterns the records were scrubbed
+    with; the self-check looks for them too.
+    """
     writers: list[Writer] = [WRITERS[name](folder) for name in meta["formats"]]
     counts = _Counts()
     try:
@@ -596,7 +606,7 @@ def _write_folder(
     finally:
         for writer in writers:
             writer.close()
-    _check_scrubbed(writers)
+    _check_scrubbed(writers, extra_patterns=extra_patterns)
     files = [
         {
             "name": writer.file_name,
@@ -746,11 +756,12 @@ def _export(run: ExportRun) -> DatasetVersion:
         items = items.annotate(in_opposite_purpose=selectors.in_versions_of(purpose=opposite))
         category_ids = selectors.categories_with_merged(filters.categories)
         member_ids = array("q")
+        custom_patterns = feedback_selectors.scrub_patterns_of_all_sources()
         _run_update(run, stage="writing files", total=total, processed=0, progress=0.02)
 
         def batches() -> Iterator[list[ExportRecord]]:
             seen = 0
-            for records in selectors.records_stream(items, with_vector=with_vector):
+            for records in selectors.records_stream(items, with_vector=with_vector, extra_patterns=custom_patterns):
                 seen += len(records)
                 kept = guard.keep(
                     [r for r in records if selectors.record_passes(r, filters, category_ids=category_ids)]
@@ -764,6 +775,7 @@ def _export(run: ExportRun) -> DatasetVersion:
             meta=meta,
             batches=batches(),
             held_out=lambda: held_out_summary(held=guard.held, threshold=threshold, checked_against=checked),
+            extra_patterns=custom_patterns,
         )
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -885,11 +897,15 @@ def dataset_version_write(*, version: DatasetVersion, folder: Path) -> Written:
     items = selectors.version_members(version=version).annotate(
         in_opposite_purpose=Value(False, output_field=BooleanField())
     )
+    # Today's scrub patterns: a pattern added since the version was written
+    # makes the rewrite differ, which is the cue to export again.
+    custom_patterns = feedback_selectors.scrub_patterns_of_all_sources()
     return _write_folder(
         folder=folder,
         meta=meta,
-        batches=selectors.records_stream(items, with_vector=False),
+        batches=selectors.records_stream(items, with_vector=False, extra_patterns=custom_patterns),
         held_out=lambda: version.held_out,
+        extra_patterns=custom_patterns,
     )
 
 

@@ -1,12 +1,50 @@
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 
 from feedback import services
 from feedback.models import ApiToken, FeedbackItem, Source
 from feedback.signatures import secret_generate
 
 
+class ScrubPatternsField(forms.CharField):
+    """The source's scrub patterns as lines of `name = regex`, easier to edit than JSON."""
+
+    widget = forms.Textarea(attrs={"rows": 6, "cols": 80, "style": "font-family: monospace"})
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return "\n".join(f"{row['name']} = {row['regex']}" for row in value)
+        return value
+
+    def to_python(self, value):
+        rows = []
+        for number, line in enumerate((value or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, equals, regex = line.partition("=")
+            if not equals or not name.strip() or not regex.strip():
+                raise ValidationError(f"Line {number}: write it as `name = regex`.")
+            rows.append({"name": name.strip(), "regex": regex.strip()})
+        return rows
+
+
+class SourceForm(forms.ModelForm):
+    scrub_patterns = ScrubPatternsField(
+        required=False,
+        help_text="One per line, as <code>name = regex</code>. Each match becomes <code>[CUSTOM:name]</code> in "
+        "embedded text, reviewer pages and exports, on top of the built-in rules. Example: "
+        "<code>hostname = [a-z0-9-]+\\.corp\\.example\\.com</code>",
+    )
+
+    class Meta:
+        model = Source
+        fields = "__all__"
+
+
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
+    form = SourceForm
     list_display = ["name", "slug", "kind", "is_active", "trust_weight", "created_at"]
     list_filter = ["kind", "is_active"]
     prepopulated_fields = {"slug": ["name"]}

@@ -1,4 +1,5 @@
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -21,12 +22,35 @@ class Source(models.Model):
     trust_weight = models.FloatField(default=1.0)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Extra scrub rules for what only this source knows is private (internal
+    # host names, customer ids): [{"name": "hostname", "regex": "..."}], each
+    # match replaced by [CUSTOM:<name>]. Set in the admin, which checks them.
+    scrub_patterns = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def custom_scrub_patterns(self) -> tuple[tuple[str, str], ...]:
+        """The source's scrub patterns as the (name, regex) pairs the scrubber takes."""
+        return tuple((row["name"], row["regex"]) for row in self.scrub_patterns or ())
+
+    def clean(self) -> None:
+        super().clean()
+        from feedback.scrubber import validate_custom_patterns  # the scrubber is large; models stay light
+
+        rows = self.scrub_patterns or []
+        if not isinstance(rows, list) or not all(
+            isinstance(row, dict) and set(row) == {"name", "regex"} for row in rows
+        ):
+            raise ValidationError({"scrub_patterns": 'Give a list of {"name": ..., "regex": ...} objects.'})
+        try:
+            validate_custom_patterns(self.custom_scrub_patterns)
+        except ValueError as exc:
+            raise ValidationError({"scrub_patterns": str(exc)}) from None
 
 
 class ApiToken(models.Model):

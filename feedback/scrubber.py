@@ -55,6 +55,7 @@ __all__ = [
     "find_unscrubbed",
     "scrub",
     "scrub_json",
+    "validate_custom_patterns",
     "validate_pattern",
 ]
 
@@ -733,6 +734,15 @@ def _custom_rows(extra: tuple[tuple[str, str], ...]) -> tuple[Pattern, ...]:
             raise ValueError(f"custom pattern {name!r}: {exc}") from None
         rows.append(Pattern(f"custom:{name}", f"[CUSTOM:{name}]", regex))
     return tuple(rows)
+
+
+def validate_custom_patterns(pairs: Sequence[tuple[str, str]]) -> None:
+    """Raise ValueError naming the first (name, regex) pair that cannot be a custom pattern."""
+    names = [name for name, _ in pairs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"custom pattern {repeated[0]!r} is named twice")
+    _rows_with(pairs)
 
 
 def _rows_with(extra_patterns: Sequence[tuple[str, str]]) -> tuple[Pattern, ...]:

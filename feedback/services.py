@@ -312,16 +312,16 @@ def items_embed(*, item_ids: list[int]) -> list[int]:
     from feedback import embedder  # heavy (numpy, onnxruntime): only workers load it
 
     items = list(
-        FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).only(
-            "id", "title", "comment", "expected", "context"
-        )
+        FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
+        .select_related("source")
+        .only("id", "title", "comment", "expected", "context", "source__scrub_patterns")
     )
     if not items:
         return []
     model_name = embedder.model_label()
     for item in items:
         # Secrets and personal data never reach a vector or anything derived from it.
-        item.embed_text = scrub(embeddable_text(item)).text
+        item.embed_text = scrub(embeddable_text(item), extra_patterns=item.source.custom_scrub_patterns).text
         item.content_hash = content_hash(item.embed_text) if item.embed_text else ""
 
     hashes = {item.content_hash: item.embed_text for item in items if item.content_hash}

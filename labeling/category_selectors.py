@@ -132,7 +132,7 @@ class CategoryItemFilters:
 
 def category_items(*, category: Category, filters: CategoryItemFilters) -> QuerySet[FeedbackItem]:
     items = FeedbackItem.objects.filter(assignment__category=category).select_related(
-        "assignment", "assignment__reviewer"
+        "source", "assignment", "assignment__reviewer"
     )
     if filters.rating == "down":
         items = items.filter(rating=-1)
@@ -187,7 +187,8 @@ def category_version_counts(*, category: Category) -> list[dict]:
 def category_representatives(*, category: Category) -> list[FeedbackItem]:
     """The representative items in the order clustering ranked them; vanished ones are skipped."""
     ids = [i for i in category.representative_ids if isinstance(i, int)]
-    found = FeedbackItem.objects.only("id", "kind", "rating", "title", "comment", "model_version").in_bulk(ids)
+    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__scrub_patterns")
+    found = FeedbackItem.objects.select_related("source").only(*shown).in_bulk(ids)
     return [found[i] for i in ids if i in found]
 
 

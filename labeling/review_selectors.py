@@ -283,19 +283,24 @@ def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
     if not neighbours:
         return []
     rows = (
-        FeedbackItem.objects.select_related("assignment__category")
+        FeedbackItem.objects.select_related("source", "assignment__category")
         .defer("raw_payload", "context")
         .in_bulk([n.item_id for n in neighbours])
     )
     return [
-        SimilarItem(item=rows[n.item_id], similarity=n.similarity, preview=_preview(rows[n.item_id]))
+        SimilarItem(item=rows[n.item_id], similarity=n.similarity, preview=item_snippet(rows[n.item_id], or_embedded_text=True))
         for n in neighbours
         if n.item_id in rows
     ]
 
 
-def _preview(item: FeedbackItem) -> str:
-    return scrub((item.title or item.comment or item.embed_text or "")[:1000]).text
+def item_snippet(item: FeedbackItem, *, or_embedded_text: bool = False) -> str:
+    """The line lists show for an item (title, else comment), scrubbed with its source's patterns.
+
+    Needs `item.source` loaded with the item (select_related), or every row costs a query.
+    """
+    text = item.title or item.comment or (item.embed_text if or_embedded_text else "")
+    return scrub(text[:1000], extra_patterns=item.source.custom_scrub_patterns).text if text else ""
 
 
 # --- Rendering the rated context ----------------------------------------------------
@@ -421,10 +426,11 @@ def item_text(*, item: FeedbackItem, reveal: bool = False) -> ItemText:
     fields = {"title": item.title or "", "comment": item.comment or "", "expected": item.expected or ""}
     counts: dict[str, int] = {}
     if not reveal:
-        context, context_counts = scrub_json(context)
+        extra = item.source.custom_scrub_patterns
+        context, context_counts = scrub_json(context, extra_patterns=extra)
         totals = Counter(context_counts)
         for name, value in fields.items():
-            result = scrub(value)
+            result = scrub(value, extra_patterns=extra)
             fields[name] = result.text
             totals.update(result.counts)
         counts = dict(sorted(totals.items()))
@@ -456,7 +462,7 @@ class Pair:
     @property
     def preview(self) -> str:
         """The item's title or comment, scrubbed: the agreement page is read widely."""
-        return scrub((self.item.title or self.item.comment or "")[:1000]).text
+        return item_snippet(self.item)
 
     @property
     def verdicts_agree(self) -> bool:
@@ -522,7 +528,7 @@ def agreement_summary() -> Agreement:
     """
     labels = (
         Label.objects.filter(item__double_review__isnull=False)
-        .select_related("reviewer", "category", "item__assignment__category")
+        .select_related("reviewer", "category", "item__source", "item__assignment__category")
         .defer("item__raw_payload", "item__context", "item__embed_text")
         .order_by("item_id", "created_at", "id")
     )

@@ -93,7 +93,7 @@ def test_the_manifest_counts_are_totals_over_the_version_and_empty_when_nothing_
 def test_a_row_that_slips_past_the_scrubber_fails_the_version_and_leaves_nothing(export_root, monkeypatch):
     planted_item()
     dataset = dataset_make("leaky", formats=("eval_jsonl", "csv", "parquet"))
-    monkeypatch.setattr(records, "scrub_record", lambda record: record)
+    monkeypatch.setattr(records, "scrub_record", lambda record, **kwargs: record)
 
     run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(services.UnscrubbedOutput, match="unscrubbed") as failure:
