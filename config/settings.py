@@ -136,7 +136,17 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'app.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+# Health checks: a kept connection is tested (one SELECT 1) before a request
+# first uses it, so one that PostgreSQL dropped while it sat idle (a restart,
+# a failover, pg_terminate_backend) is replaced instead of failing a request
+# in every server thread that held one.
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+        conn_health_checks=env_bool("DB_CONN_HEALTH_CHECKS", True),
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server, the worker and beat share one file: WAL lets readers
     # work beside the single writer, and the timeout waits out short locks
@@ -282,6 +292,12 @@ LOGGING = {
 ASSIGN_SIMILARITY_THRESHOLD = env_float("ASSIGN_SIMILARITY_THRESHOLD", 0.65)
 CATEGORY_MATCH_SIMILARITY = env_float("CATEGORY_MATCH_SIMILARITY", 0.8)
 CLUSTER_RUN_STUCK_SECONDS = env_int("CLUSTER_RUN_STUCK_SECONDS", 15 * 60)
+# How coarse categories are (labeling.clustering.ClusterParams; the defaults
+# suit banking77). Feedback whose wording varies more within one failure mode
+# may want coarser ones: bench/cluster_demo.py measures the demo corpus.
+CLUSTER_MERGE_THRESHOLD = env_float("CLUSTER_MERGE_THRESHOLD", 0.045)
+CLUSTER_MERGE_MIN_ITEMS = env_int("CLUSTER_MERGE_MIN_ITEMS", 2000)
+CLUSTER_MIN_CLUSTER_SIZE = env_int("CLUSTER_MIN_CLUSTER_SIZE", 5)
 
 
 def env_crontab(name: str, default: str) -> crontab:

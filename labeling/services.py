@@ -86,14 +86,21 @@ def cluster_run_start(*, trigger: str, user=None, enqueue: bool = True) -> Clust
     cluster_runs_reset_stuck()
     try:
         with transaction.atomic():
-            run = ClusterRun.objects.create(
-                trigger=trigger, started_by=user, params=asdict(clustering.ClusterParams())
-            )
+            run = ClusterRun.objects.create(trigger=trigger, started_by=user, params=asdict(cluster_params()))
     except IntegrityError:
         raise RunAlreadyActive(ClusterRun.objects.get(active=True)) from None
     if enqueue:
         transaction.on_commit(lambda: run_clustering.delay(run.id))
     return run
+
+
+def cluster_params() -> clustering.ClusterParams:
+    """The clustering parameters a new run uses: the defaults with the CLUSTER_* settings applied."""
+    return clustering.ClusterParams(
+        merge_threshold=settings.CLUSTER_MERGE_THRESHOLD,
+        merge_min_items=settings.CLUSTER_MERGE_MIN_ITEMS,
+        min_cluster_size=settings.CLUSTER_MIN_CLUSTER_SIZE,
+    )
 
 
 def _run_update(run: ClusterRun, **fields) -> None:

@@ -159,6 +159,22 @@ def test_two_runs_cannot_be_active_at_once():
     assert ClusterRun.objects.count() == 1
 
 
+def test_a_run_takes_its_granularity_from_the_cluster_settings(settings):
+    default = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    assert default.params["merge_threshold"] == 0.045 and default.params["min_cluster_size"] == 5
+    ClusterRun.objects.update(active=None)
+
+    settings.CLUSTER_MERGE_THRESHOLD = 0.055
+    settings.CLUSTER_MERGE_MIN_ITEMS = 4000
+    settings.CLUSTER_MIN_CLUSTER_SIZE = 10
+    coarse = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+
+    assert (coarse.params["merge_threshold"], coarse.params["merge_min_items"], coarse.params["min_cluster_size"]) == (
+        0.055, 4000, 10
+    )
+    assert coarse.params["min_similarity"] == default.params["min_similarity"]
+
+
 def test_the_database_itself_refuses_a_second_active_run():
     ClusterRun.objects.create(trigger=ClusterRun.Trigger.COMMAND)
     with pytest.raises(IntegrityError):
