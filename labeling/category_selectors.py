@@ -90,7 +90,9 @@ def category_list(*, filters: CategoryListFilters, now: datetime | None = None) 
 
 def category_list_page(*, filters: CategoryListFilters, page_number, now: datetime | None = None) -> Page:
     """One page of `category_list`, each row with its share of all thumbs-down and its growth, in %."""
-    page = Paginator(category_list(filters=filters, now=now), PAGE_SIZE).get_page(page_number)
+    # Categories number hundreds, not millions: one grouped query for all of
+    # them costs half of a COUNT over the grouping plus the page's own query.
+    page = Paginator(list(category_list(filters=filters, now=now)), PAGE_SIZE).get_page(page_number)
     total_down = thumbs_down_total(model_version=filters.model_version)
     for category in page.object_list:
         category.down_share = 100 * category.thumbs_down / total_down if total_down else None

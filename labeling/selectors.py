@@ -1,7 +1,7 @@
 """Reads for the overview and search pages."""
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
@@ -24,12 +24,18 @@ def _days(since: date, until: date) -> list[date]:
     return [since + timedelta(days=offset) for offset in range((until - since).days + 1)]
 
 
+def _start_of(day: date) -> datetime:
+    """Midnight of `day` in the current time zone: `occurred_at >= it` compares the column
+    as stored, where `occurred_at__date >= day` converts every row first."""
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
 def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[list[str], list[VersionSeries]]:
     """Per day and model version/variant: how many ratings, and the share that were thumbs-down."""
     now = now or timezone.now()
     since = (now - timedelta(days=days - 1)).date()
     rows = (
-        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, occurred_at__date__gte=since)
+        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, occurred_at__gte=_start_of(since))
         .annotate(day=TruncDate("occurred_at"))
         .values("day", "model_version", "variant")
         .annotate(total=Count("id"), down=Count("id", filter=Q(rating=-1)))
@@ -84,7 +90,7 @@ def top_categories(*, limit: int = 10, days: int = 14, now: datetime | None = No
     )
     total_failures = FeedbackItem.objects.filter(Q(rating=-1) | Q(kind=FeedbackItem.Kind.REPORT)).count()
     daily = (
-        FeedbackItem.objects.filter(assignment__category__in=categories, occurred_at__date__gte=since)
+        FeedbackItem.objects.filter(assignment__category__in=categories, occurred_at__gte=_start_of(since))
         .annotate(day=TruncDate("occurred_at"))
         .values("assignment__category", "day")
         .annotate(n=Count("id"))
