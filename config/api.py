@@ -6,7 +6,13 @@ Every error answer is ``{"error": "<one line>", "field": "<json path>"}``
 
 from typing import Any
 
+from django.conf import settings
+from django.core import signals
+from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
+from django.utils.log import log_response
 from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -62,6 +68,27 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error_response(request, 404, str(exc) or "not found")
 
 
+@api.exception_handler(MultiPartParserError)
+@api.exception_handler(BadRequest)
+@api.exception_handler(SuspiciousOperation)
+def on_bad_request(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """A request Django itself would refuse with a 400 gets a JSON 400 here, not a 500.
+
+    A multipart body without a boundary, for one, is parsed (and found broken)
+    only when the CSRF check of a session caller looks for a form token. A
+    body over Django's upload limit is the contract's 413.
+    """
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        response = error_response(request, 413, f"the request body is larger than the limit of {limit} bytes")
+    elif isinstance(exc, MultiPartParserError):
+        response = error_response(request, 400, f"the request body is not valid multipart form data: {exc}")
+    else:
+        response = error_response(request, 400, "the request is malformed")
+    log_response("Bad request: %s", request.path, response=response, request=request, exception=exc)
+    return response
+
+
 @api.exception_handler(NinjaValidationError)
 def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
     error = exc.errors[0]
@@ -69,6 +96,25 @@ def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> Http
     loc = [part for part in error.get("loc", ()) if part not in ("query", "path", "body", "payload")]
     field = ".".join(str(part) for part in loc)
     return error_response(request, 422, f"{field}: {error.get('msg')}" if field else error.get("msg", "invalid"), field)
+
+
+@api.exception_handler(Exception)
+def on_unexpected_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """A bug or an outage answers in the same shape, not with Django's HTML error page.
+
+    Signalled and logged as Django does for the 500s it handles itself. A lost
+    database connection is a 503: the sender should retry, and a retried
+    webhook-id is stored once even when the first try had committed.
+    """
+    if settings.DEBUG_PROPAGATE_EXCEPTIONS:
+        raise exc
+    signals.got_request_exception.send(sender=None, request=request)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        response = error_response(request, 503, "the database is unavailable right now; retry later")
+    else:
+        response = error_response(request, 500, "internal error; it has been logged")
+    log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request, exception=exc)
+    return response
 
 
 api.add_router("/v1", feedback_router)

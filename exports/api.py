@@ -27,6 +27,7 @@ from exports.card import manifest_bytes
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetIn, DatasetPatch, ExportIn
 from feedback.api import authenticate_token
+from feedback.models import ApiToken
 from labeling.permissions import is_admin, is_reviewer
 
 router = Router(tags=["datasets"])
@@ -44,15 +45,20 @@ class Caller:
 def caller_of(request: HttpRequest) -> Caller:
     """Who is asking: a bearer token, or a reviewer's session; ApiError 401/403 otherwise."""
     if request.headers.get("Authorization"):
-        token = authenticate_token(request)
+        token = authenticate_token(request, scope=ApiToken.Scope.DATASETS)
         return Caller(user=None, is_admin=False, made_by=f"api token {token.prefix}… ({token.source.name})")
     user = request.user
     if not user.is_authenticated:
         raise ApiError(401, "send 'Authorization: Bearer <token>' or log in")
     if not is_reviewer(user):
         raise ApiError(403, "datasets need the reviewer role")
-    if request.method not in SAFE_METHODS and check_csrf(request) is not None:
-        raise ApiError(403, "the CSRF token is missing or wrong; send it in the X-CSRFToken header")
+    if request.method not in SAFE_METHODS:
+        # The CSRF check parses a form body (multipart, urlencoded) to look for its
+        # token. Reading the body first keeps a copy, so that parse cannot use up
+        # the stream the JSON parser reads next (a RawPostDataException, a 500).
+        request.body  # noqa: B018
+        if check_csrf(request) is not None:
+            raise ApiError(403, "the CSRF token is missing or wrong; send it in the X-CSRFToken header")
     return Caller(user=user, is_admin=is_admin(user), made_by=user.get_username())
 
 
@@ -209,6 +215,11 @@ def version_out(request: HttpRequest, version: DatasetVersion, *, detail: bool =
     return answer
 
 
+# The errors of a read by id. 422: ninja checks that the ids in the path are
+# integers before the view runs, and answers one that is not with 422 naming it.
+READ_ERRORS = error_responses(401, 403, 404, 422)
+
+
 def _dataset_or_404(dataset_id: int) -> Dataset:
     return get_object_or_404(Dataset, id=dataset_id)
 
@@ -248,7 +259,7 @@ def create_dataset(request: HttpRequest):
     return Status(201, _dataset_answer(dataset))
 
 
-@router.get("/datasets/{dataset_id}", response={200: DatasetOut, **error_responses(401, 403, 404)}, summary="A dataset")
+@router.get("/datasets/{dataset_id}", response={200: DatasetOut, **READ_ERRORS}, summary="A dataset")
 def get_dataset(request: HttpRequest, dataset_id: int):
     caller_of(request)
     return _dataset_answer(_dataset_or_404(dataset_id))
@@ -279,7 +290,7 @@ def update_dataset(request: HttpRequest, dataset_id: int):
 @router.post(
     "/datasets/{dataset_id}/exports",
     response={202: RunOut, **error_responses(400, 401, 403, 404, 409, 422)},
-    openapi_extra=json_body_schema(ExportIn),
+    openapi_extra=json_body_schema(ExportIn, required=False),
     summary="Export the next version",
 )
 def start_export(request: HttpRequest, dataset_id: int):
@@ -302,7 +313,7 @@ def start_export(request: HttpRequest, dataset_id: int):
 
 @router.get(
     "/datasets/{dataset_id}/exports/{run_id}",
-    response={200: RunOut, **error_responses(401, 403, 404)},
+    response={200: RunOut, **READ_ERRORS},
     summary="An export run's progress",
 )
 def get_export(request: HttpRequest, dataset_id: int, run_id: int):
@@ -315,7 +326,7 @@ def get_export(request: HttpRequest, dataset_id: int, run_id: int):
 
 @router.get(
     "/datasets/{dataset_id}/versions",
-    response={200: list[VersionOut], **error_responses(401, 403, 404)},
+    response={200: list[VersionOut], **READ_ERRORS},
     summary="A dataset's versions, newest first",
 )
 def list_versions(request: HttpRequest, dataset_id: int):
@@ -326,7 +337,7 @@ def list_versions(request: HttpRequest, dataset_id: int):
 
 @router.get(
     "/datasets/{dataset_id}/versions/{number}",
-    response={200: VersionDetailOut, **error_responses(401, 403, 404)},
+    response={200: VersionDetailOut, **READ_ERRORS},
     summary="A version with its manifest",
 )
 def get_version(request: HttpRequest, dataset_id: int, number: int):
@@ -334,10 +345,33 @@ def get_version(request: HttpRequest, dataset_id: int, number: int):
     return version_out(request, _version_or_404(_dataset_or_404(dataset_id), number), detail=True)
 
 
+# What a version's files are served as, by suffix; the download route documents the same.
+FILE_CONTENT_TYPES = {
+    ".jsonl": "application/x-ndjson",
+    ".csv": "text/csv; charset=utf-8",
+    ".md": "text/markdown; charset=utf-8",
+    ".json": "application/json",
+    ".parquet": "application/vnd.apache.parquet",
+}
+BINARY = {"type": "string", "format": "binary"}
+
+
 @router.get(
     "/datasets/{dataset_id}/versions/{number}/files/{name}",
-    response={200: None, **error_responses(401, 403, 404)},
+    response={200: None, **READ_ERRORS},
     summary="Download one file of a version",
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The file, as an attachment: the data files, the card, manifest.json.",
+                "content": {
+                    # The only JSON file is the manifest, an object; the others are bytes.
+                    content_type: {"schema": {"type": "object"} if suffix == ".json" else BINARY}
+                    for suffix, content_type in FILE_CONTENT_TYPES.items()
+                },
+            }
+        }
+    },
 )
 def download_file(request: HttpRequest, dataset_id: int, number: int, name: str):
     caller_of(request)
@@ -356,16 +390,9 @@ def version_file_response(version: DatasetVersion, name: str) -> FileResponse:
             f"{name} of {version} is missing on disk; "
             f"`manage.py export {version.dataset.name} --verify {version.number}` writes it again",
         )
-    content_type = {
-        ".jsonl": "application/x-ndjson",
-        ".csv": "text/csv; charset=utf-8",
-        ".md": "text/markdown; charset=utf-8",
-        ".json": "application/json",
-        ".parquet": "application/vnd.apache.parquet",
-    }.get(path.suffix)
     return FileResponse(
         open(path, "rb"),
         as_attachment=True,
         filename=f"{version.dataset.name}-v{version.number}-{name}",
-        content_type=content_type,
+        content_type=FILE_CONTENT_TYPES.get(path.suffix),
     )

@@ -29,6 +29,8 @@ Value = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=2
 Cron = Annotated[str, StringConstraints(strict=True, max_length=100, strip_whitespace=True)]
 Description = Annotated[str, StringConstraints(strict=True, max_length=5000)]
 MAX_VALUES = 200
+# A row id: positive and within a 64-bit column, so a lookup can never overflow the database driver.
+RowId = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 
 
 class DatasetFilters(BaseModel):
@@ -36,7 +38,7 @@ class DatasetFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    categories: list[StrictInt] = Field(default_factory=list, max_length=MAX_VALUES, description="Category ids.")
+    categories: list[RowId] = Field(default_factory=list, max_length=MAX_VALUES, description="Category ids.")
     verdicts: list[Verdict] = Field(default_factory=list, description="Verdict of the item's latest label.")
     tags: list[Value] = Field(default_factory=list, max_length=MAX_VALUES, description="Any of these label tags.")
     rating: Literal["up", "down", "none"] | None = Field(default=None, description="'none': items without a rating.")

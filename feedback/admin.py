@@ -48,7 +48,7 @@ class SourceAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "kind", "is_active", "trust_weight", "created_at"]
     list_filter = ["kind", "is_active"]
     prepopulated_fields = {"slug": ["name"]}
-    actions = ["rotate_secret", "retire_previous_secret", "create_api_token"]
+    actions = ["rotate_secret", "retire_previous_secret", "create_api_token", "create_export_api_token"]
 
     def get_changeform_initial_data(self, request):
         return {"signing_secret": secret_generate()}
@@ -65,16 +65,38 @@ class SourceAdmin(admin.ModelAdmin):
             services.source_retire_previous_secret(source=source)
         self.message_user(request, "Previous secrets retired.")
 
-    @admin.action(description="Create an API token")
+    @admin.action(description="Create an API token for reports")
     def create_api_token(self, request, queryset):
+        self._tokens_create(request, queryset, scopes=[ApiToken.Scope.REPORTS])
+
+    @admin.action(description="Create an API token for datasets and comparisons (reads every source's items)")
+    def create_export_api_token(self, request, queryset):
+        self._tokens_create(request, queryset, scopes=[ApiToken.Scope.DATASETS, ApiToken.Scope.COMPARE])
+
+    def _tokens_create(self, request, queryset, *, scopes: list[str]) -> None:
         for source in queryset:
-            _, raw = services.api_token_create(source=source, name=f"admin:{request.user}")
-            self.message_user(request, f"{source}: token {raw} (shown once; only its hash is stored)", messages.WARNING)
+            _, raw = services.api_token_create(source=source, name=f"admin:{request.user}", scopes=scopes)
+            self.message_user(
+                request,
+                f"{source}: token {raw} for {', '.join(scopes)} (shown once; only its hash is stored)",
+                messages.WARNING,
+            )
+
+
+class ApiTokenForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(
+        choices=ApiToken.Scope.choices, widget=forms.CheckboxSelectMultiple, help_text="What the token may do."
+    )
+
+    class Meta:
+        model = ApiToken
+        fields = "__all__"
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "name", "source", "created_at", "expires_at", "revoked_at", "last_used_at"]
+    form = ApiTokenForm
+    list_display = ["prefix", "name", "source", "scopes", "created_at", "expires_at", "revoked_at", "last_used_at"]
     list_filter = ["source"]
     readonly_fields = ["token_hash", "prefix", "created_at", "last_used_at"]
     actions = ["revoke"]

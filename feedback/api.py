@@ -127,7 +127,8 @@ def receive_events(request: HttpRequest, slug: str):
     return JsonResponse(answer, status=207 if invalid else 202)
 
 
-def authenticate_token(request: HttpRequest) -> ApiToken:
+def authenticate_token(request: HttpRequest, *, scope: str) -> ApiToken:
+    """The live token in the Authorization header that may use `scope`; ApiError 401 or 403 otherwise."""
     header = request.headers.get("Authorization", "")
     if not header:
         raise ApiError(401, "the Authorization header is missing; send 'Authorization: Bearer <token>'")
@@ -135,24 +136,29 @@ def authenticate_token(request: HttpRequest) -> ApiToken:
     if scheme.lower() != "bearer" or not raw.strip():
         raise ApiError(401, "the Authorization header must be 'Bearer <token>'")
     try:
-        return selectors.api_token_authenticate(raw_token=raw.strip())
+        token = selectors.api_token_authenticate(raw_token=raw.strip())
     except selectors.TokenRefused as exc:
         raise ApiError(401, str(exc)) from None
+    if scope not in token.scopes:
+        have = ", ".join(sorted(token.scopes)) or "nothing"
+        raise ApiError(403, f"this token may not use the {scope} API (it has: {have}); an admin can grant it")
+    return token
 
 
 @router.post(
     "/reports",
-    response={200: ReportOut, 201: ReportOut, **error_responses(400, 401, 413, 422)},
+    response={200: ReportOut, 201: ReportOut, **error_responses(400, 401, 403, 413, 422)},
     openapi_extra=json_body_schema(ReportIn),
     summary="File a dogfooding report",
 )
 def create_report(request: HttpRequest):
-    """A report of what went wrong, authenticated with ``Authorization: Bearer <token>``.
+    """A report of what went wrong, authenticated with ``Authorization: Bearer <token>``
+    (a token with the ``reports`` scope; the report is filed as the token's source).
 
     Send an ``id`` to make retries safe: a repeated id answers 200 with
     ``duplicate: true`` and stores nothing new.
     """
-    token = authenticate_token(request)
+    token = authenticate_token(request, scope=ApiToken.Scope.REPORTS)
     body = read_limited_body(request)
     data = read_json_body(request, body)
     report = validate_model(ReportIn, data)

@@ -10,7 +10,7 @@ class ReportForm(forms.Form):
         label="What was expected", widget=forms.Textarea(attrs={"rows": 3}), max_length=100_000, required=False
     )
     severity = forms.ChoiceField(choices=FeedbackItem.Severity.choices, initial=FeedbackItem.Severity.MEDIUM)
-    model_version = forms.CharField(max_length=200, required=False)
+    model_version = forms.CharField(max_length=100, required=False)
     transcript = forms.CharField(
         label="Transcript or log",
         widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}),

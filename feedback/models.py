@@ -53,8 +53,19 @@ class Source(models.Model):
             raise ValidationError({"scrub_patterns": str(exc)}) from None
 
 
+def default_token_scopes() -> list[str]:
+    return [ApiToken.Scope.REPORTS]
+
+
 class ApiToken(models.Model):
     """A bearer token for the API. Only its SHA-256 is stored."""
+
+    class Scope(models.TextChoices):
+        # A product backend needs only to file reports; reading every source's
+        # data (datasets, comparisons) is granted on purpose, token by token.
+        REPORTS = "reports", "File dogfooding reports"
+        DATASETS = "datasets", "Define datasets, run exports and download versions (every source's items)"
+        COMPARE = "compare", "Read model-version comparisons"
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True, default="")
@@ -65,6 +76,7 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    scopes = models.JSONField(default=default_token_scopes, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -9,6 +9,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 ShortText = Annotated[str, StringConstraints(strict=True, max_length=200)]
+# No wider than the FeedbackItem column it is stored in: PostgreSQL refuses a
+# longer value (a 500), where SQLite would have kept it.
+ColumnText = Annotated[str, StringConstraints(strict=True, max_length=100)]
 LongText = Annotated[str, StringConstraints(strict=True, max_length=100_000)]
 EventId = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=255)]
 
@@ -21,8 +24,8 @@ class Message(BaseModel):
 
 
 class ModelRef(BaseModel):
-    name: ShortText = ""
-    version: ShortText = ""
+    name: ColumnText = ""
+    version: ColumnText = ""
 
 
 class RatedContext(BaseModel):
@@ -45,8 +48,8 @@ class RatingEvent(BaseModel):
     rating: Literal["up", "down"]
     comment: LongText | None = None
     model: ModelRef | None = None
-    variant: ShortText = ""
-    surface: ShortText = ""
+    variant: ColumnText = ""
+    surface: ColumnText = ""
     user_ref: ShortText = ""
     context: RatedContext = Field(default_factory=RatedContext)
 
@@ -63,7 +66,7 @@ class ReportIn(BaseModel):
     what_happened: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=100_000)]
     expected: LongText = ""
     severity: Literal["low", "medium", "high", "critical"] = "medium"
-    model_version: ShortText = ""
+    model_version: ColumnText = ""
     transcript: LongText = ""
     occurred_at: AwareDatetime | None = None
 

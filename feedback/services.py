@@ -4,6 +4,7 @@ import hashlib
 import logging
 import secrets
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -63,11 +64,21 @@ def source_retire_previous_secret(*, source: Source) -> None:
     source.save(update_fields=["previous_signing_secret"])
 
 
-def api_token_create(*, source: Source, name: str = "", expires_at: datetime | None = None) -> tuple[ApiToken, str]:
-    """A new bearer token; the raw value is returned once and never stored."""
+def api_token_create(
+    *,
+    source: Source,
+    name: str = "",
+    expires_at: datetime | None = None,
+    scopes: Iterable[str] = (ApiToken.Scope.REPORTS,),
+) -> tuple[ApiToken, str]:
+    """A new bearer token for the given scopes; the raw value is returned once and never stored."""
+    scopes = sorted(set(scopes))
+    unknown = [scope for scope in scopes if scope not in ApiToken.Scope.values]
+    if unknown or not scopes:
+        raise ValueError(f"scopes must be some of {', '.join(ApiToken.Scope.values)}, not {unknown or 'none'}")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        source=source, name=name, token_hash=token_hash(raw), prefix=raw[:12], expires_at=expires_at
+        source=source, name=name, token_hash=token_hash(raw), prefix=raw[:12], expires_at=expires_at, scopes=scopes
     )
     return token, raw
 

@@ -12,6 +12,7 @@ from pydantic import Field
 from config.apitools import ApiError, error_responses
 from feedback import services as feedback_services
 from feedback.api import authenticate_token
+from feedback.models import ApiToken
 from labeling import compare
 from labeling.permissions import is_reviewer
 
@@ -103,7 +104,7 @@ def _authorize(request: HttpRequest) -> None:
     # A token, when one is sent, decides: a script with a stale token should hear so
     # even from a browser that also holds a session.
     if request.headers.get("Authorization"):
-        token = authenticate_token(request)
+        token = authenticate_token(request, scope=ApiToken.Scope.COMPARE)
         feedback_services.api_token_touch(token=token)
         return
     if not request.user.is_authenticated:
@@ -140,7 +141,8 @@ def compare_versions(
     95% Newcombe interval, a two-proportion z-test with Holm's correction, and a flag.
 
     Rate = thumbs-down ratings assigned to the category / all ratings of that side in the
-    range. Authenticate with a reviewer's session or ``Authorization: Bearer <token>``.
+    range. Authenticate with a reviewer's session or ``Authorization: Bearer <token>`` (a token
+    with the ``compare`` scope).
     """
     _authorize(request)
     if format not in ("json", "csv"):

@@ -4,6 +4,8 @@ Routes are read from the URL configuration, so a new page is walked without
 being listed here; a route this file does not know how to fill fails the test.
 """
 
+import json
+import re
 import uuid
 
 import pytest
@@ -13,9 +15,10 @@ from django.utils import timezone
 
 from exports.models import Dataset
 from feedback import services
-from feedback.models import FeedbackItem
+from feedback.models import ApiToken, FeedbackItem
 from labeling.models import Category, ClusterRun, SavedComparison
-from tests.factories import client_for, source_make, user_make
+from feedback.signatures import sign
+from tests.factories import client_for, post_signed, rating_event, signed_headers, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
@@ -23,6 +26,12 @@ PUBLIC = {"login", "logout", "openapi-json", "openapi-view", "api-root"}
 SIGNED = {"receive_events"}  # Standard Webhooks signature instead of a login
 ADMIN_ONLY = {"category_delete", "dataset_schedule", "dataset_delete", "agreement_sample"}
 ANY_LOGGED_IN = {"report_new", "home"}  # home sends people without a role to the report form
+TOKEN_REFUSED = {"receive_events"}  # API routes that answer to a signature or a session, never to a bearer token
+# What the API's path parameters name: datasets and their runs, versions and files, which belong
+# to no source. A token is a source's, so a route naming an item (or anything else a source owns)
+# must check the token's source before it joins this set.
+API_PATH_PARAMETERS = {"dataset_id", "run_id", "number", "name"}
+WRONG_SIGNATURE = {"error": "webhook-signature does not match the body and a current secret of this source"}
 
 
 def routes():
@@ -132,3 +141,182 @@ def test_a_revoked_token_opens_no_api_route(objects):
         for method, path in requests_for(route, objects):
             response = getattr(client, method)(path, content_type="application/json") if method == "post" else client.get(path)
             assert response.status_code in (401, 405), (method, path, response.status_code)
+
+
+# --- Another source's credentials ---------------------------------------------------
+
+
+def signed_request(client, method: str, path: str, secret: str | None):
+    """A request with no session, carrying a current Standard Webhooks signature by ``secret`` (none for None)."""
+    body = json.dumps(rating_event()).encode() if method == "post" else b""
+    headers = signed_headers(secret, body) if secret else {}
+    if method == "post":
+        return client.post(path, data=body, content_type="application/json", headers=headers)
+    return client.get(path, headers=headers)
+
+
+def test_a_delivery_signed_with_another_sources_secret_is_refused_and_stores_nothing():
+    alpha, alpha_secret = source_make("alpha")
+    beta, beta_secret = source_make("beta")
+    client = Client()
+    event = rating_event()
+    batch = {"events": [rating_event(), rating_event()]}
+
+    for payload in (event, batch):
+        response = post_signed(client, alpha, beta_secret, payload)
+        assert response.status_code == 401, response.content
+        assert response.json() == WRONG_SIGNATURE
+    assert FeedbackItem.objects.count() == 0
+
+    # The same delivery signed with alpha's own secret is stored: the refusal was the secret's doing.
+    assert post_signed(client, alpha, alpha_secret, event).status_code == 202
+    assert list(FeedbackItem.objects.values_list("source__slug", "external_id")) == [("alpha", event["id"])]
+    assert not FeedbackItem.objects.filter(source=beta).exists()
+
+
+def test_another_sources_previous_secret_is_refused_while_it_still_works_for_that_source():
+    alpha, alpha_secret = source_make("alpha")
+    beta, beta_old_secret = source_make("beta")
+    services.source_rotate_secret(source=alpha)  # alpha also has a previous secret: neither of beta's may pass
+    beta_new_secret = services.source_rotate_secret(source=beta)
+    beta.refresh_from_db()
+    assert beta.previous_signing_secret == beta_old_secret
+    client = Client()
+
+    response = post_signed(client, alpha, beta_old_secret, rating_event())
+    assert response.status_code == 401
+    assert response.json() == WRONG_SIGNATURE
+
+    # A rotating sender signs with both of its secrets; both of beta's together are still not alpha's.
+    body = json.dumps(rating_event(id="evt_both")).encode()
+    headers = signed_headers(beta_new_secret, body, msg_id="evt_both")
+    old = sign(secret=beta_old_secret, msg_id="evt_both", timestamp=headers["webhook-timestamp"], body=body)
+    headers["webhook-signature"] += " " + old
+    response = client.post(
+        f"/api/v1/sources/{alpha.slug}/events", data=body, content_type="application/json", headers=headers
+    )
+    assert response.status_code == 401
+    assert response.json() == WRONG_SIGNATURE
+    assert FeedbackItem.objects.count() == 0
+
+    # Beta's old secret is live for beta itself, so the refusal above was about whose secret it is.
+    assert post_signed(client, beta, beta_old_secret, rating_event(id="evt_beta")).status_code == 202
+    assert not FeedbackItem.objects.filter(source=alpha).exists()
+    assert FeedbackItem.objects.get().source == beta
+
+
+def test_another_sources_signature_opens_no_more_than_an_anonymous_request(objects):
+    _, other_secret = source_make("other")  # the objects fixture's source is "product": its URL is walked
+    before = FeedbackItem.objects.count()
+    client = Client()
+    for route, name in routes():
+        if name in PUBLIC:
+            continue
+        for method, path in requests_for(route, objects):
+            signed = signed_request(client, method, path, other_secret)
+            anonymous = signed_request(client, method, path, secret=None)
+            assert signed.status_code == anonymous.status_code, (method, path, signed.status_code)
+            if signed.status_code == 302:
+                assert signed.url.startswith("/login/"), (method, path, signed.url)
+            if name in SIGNED and method == "post":
+                assert signed.json() == WRONG_SIGNATURE, (method, path)
+    assert FeedbackItem.objects.count() == before
+
+
+def test_a_valid_token_opens_the_token_api_and_no_page(objects):
+    source, _ = source_make("tokens")  # not the source of the objects walked: tokens are not scoped per source
+    _, raw = services.api_token_create(source=source, scopes=ApiToken.Scope.values)
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    for route, name in routes():
+        if name in PUBLIC:
+            continue
+        for method, path in requests_for(route, objects):
+            response = client.post(path, content_type="application/json") if method == "post" else client.get(path)
+            if not path.startswith("/api/"):
+                # A token is a machine, not a login: pages see an anonymous caller.
+                assert response.status_code in (302, 405), (method, path, response.status_code)
+                if response.status_code == 302:
+                    assert response.url.startswith("/login/"), (method, path, response.url)
+            elif name in TOKEN_REFUSED:
+                assert response.status_code in (401, 405), (method, path, response.status_code)
+            else:
+                # Reached: an answer, a missing object or a body that wants fields; never refused or broken.
+                assert response.status_code in (200, 202, 404, 405, 422), (method, path, response.status_code)
+    # A token carries no role, so the admin-only schedule is refused through the API too.
+    schedule = {"schedule": {"cron": "0 3 * * *", "mode": "snapshot"}}
+    dataset_path = f"/api/v1/datasets/{objects['dataset_id']}"
+    assert client.patch(dataset_path, schedule, content_type="application/json").status_code == 403
+    spec = {"name": "scheduled", "purpose": "train", "formats": ["csv"], **schedule}
+    response = client.post("/api/v1/datasets", spec, content_type="application/json")
+    assert response.status_code == 403
+    response = client.post("/api/v1/datasets", {**spec, "schedule": None}, content_type="application/json")
+    assert response.status_code == 201  # the same dataset without a schedule: the refusal was the schedule's
+    assert Dataset.objects.get(id=objects["dataset_id"]).schedule_cron == ""
+
+
+@pytest.mark.parametrize("scope", ApiToken.Scope.values)
+def test_a_token_opens_only_the_api_routes_of_its_scope(objects, scope):
+    source, _ = source_make("tokens")
+    _, raw = services.api_token_create(source=source, scopes=[scope])
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    before = (FeedbackItem.objects.count(), Dataset.objects.count())
+    opened = set()
+    for route, name in routes():
+        if not route.startswith("api/") or name in PUBLIC | SIGNED:
+            continue
+        for method, path in requests_for(route, objects):
+            response = client.post(path, content_type="application/json") if method == "post" else client.get(path)
+            if response.status_code == 405:
+                continue
+            route_scope = "reports" if "/reports" in path else "compare" if "/compare" in path else "datasets"
+            if route_scope == scope:
+                assert response.status_code != 403, (method, path)
+                opened.add(path)
+            else:
+                assert response.status_code == 403, (method, path, response.status_code)
+                assert f"may not use the {route_scope} API (it has: {scope})" in response.json()["error"]
+    assert opened, scope
+    if scope != "datasets":
+        assert Dataset.objects.count() == before[1]
+
+
+def test_a_token_files_reports_for_its_own_source_only():
+    alpha, _ = source_make("alpha")
+    beta, _ = source_make("beta")
+    _, alpha_raw = services.api_token_create(source=alpha)
+    _, beta_raw = services.api_token_create(source=beta)
+    report = {"id": "rep-1", "title": "Wrong file", "what_happened": "It edited main.py."}
+
+    def file(raw, payload):
+        return Client().post(
+            "/api/v1/reports", payload, content_type="application/json", headers={"Authorization": f"Bearer {raw}"}
+        )
+
+    # Naming the other source in the body changes nothing: the token decides whose report it is.
+    response = file(alpha_raw, {**report, "source": beta.slug, "source_id": beta.id})
+    assert response.status_code == 201
+    alpha_item = FeedbackItem.objects.get(id=response.json()["id"])
+    assert alpha_item.source == alpha
+    assert not FeedbackItem.objects.filter(source=beta).exists()
+
+    # Idempotency keys are per source: beta reusing alpha's id files its own report and learns nothing of alpha's.
+    response = file(beta_raw, report)
+    assert response.status_code == 201
+    assert response.json()["duplicate"] is False
+    assert response.json()["id"] != alpha_item.id
+    assert FeedbackItem.objects.get(id=response.json()["id"]).source == beta
+    response = file(alpha_raw, report)
+    assert response.status_code == 200
+    assert (response.json()["id"], response.json()["duplicate"]) == (alpha_item.id, True)
+    assert FeedbackItem.objects.count() == 2
+
+
+def test_no_api_route_names_an_object_a_source_owns():
+    for route, name in routes():
+        if not route.startswith("api/") or name in SIGNED:
+            continue
+        parameters = set(re.findall(r"<(?:\w+:)?(\w+)>", route))
+        assert parameters <= API_PATH_PARAMETERS, (
+            f"{route} takes {parameters - API_PATH_PARAMETERS}: if a source owns it, refuse another source's "
+            "token there and walk it in this file, then add the parameter to API_PATH_PARAMETERS"
+        )

@@ -30,7 +30,7 @@ def reviewer(client):
 @pytest.fixture
 def token() -> str:
     source = Source.objects.first() or services.source_create(name="reader")[0]
-    return services.api_token_create(source=source, name="dashboards")[1]
+    return services.api_token_create(source=source, name="dashboards", scopes=["compare"])[1]
 
 
 def test_the_json_answer_carries_both_sides_and_the_hand_computed_figures(client, reviewer):

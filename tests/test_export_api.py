@@ -30,7 +30,7 @@ SPEC = {"name": "api-set", "purpose": "train", "formats": ["chat_jsonl", "csv"],
 
 @pytest.fixture
 def token():
-    _, raw = api_token_create(source=source_get("product"))
+    _, raw = api_token_create(source=source_get("product"), scopes=["datasets"])
     return raw
 
 
