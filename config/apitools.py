@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja import Schema
 from pydantic import BaseModel, ValidationError
 
-from feedback.schemas import first_error
+from feedback.schemas import first_error, nul_path
 
 # Schemas of bodies that views parse by hand; config.api adds them to the OpenAPI document.
 EXTRA_COMPONENTS: dict[str, Any] = {}
@@ -56,8 +56,9 @@ def json_body_schema(*models: type[BaseModel], required: bool = True) -> dict[st
     return {"requestBody": {"required": required, "content": {"application/json": {"schema": body_schema}}}}
 
 
-def read_json_body(request: HttpRequest, body: bytes | None = None) -> Any:
-    """The body as JSON, or a 400 that says what is wrong with it (422 for a NUL character)."""
+def read_json_body(request: HttpRequest, body: bytes | None = None, *, refuse_nul: bool = True) -> Any:
+    """The body as JSON, or a 400 that says what is wrong with it (422 for a NUL character,
+    unless the caller screens each part itself: `refuse_nul=False`)."""
     raw = request.body if body is None else body
     if not raw.strip():
         raise ApiError(400, "the request body is empty; expected JSON")
@@ -69,30 +70,11 @@ def read_json_body(request: HttpRequest, body: bytes | None = None) -> Any:
         raise ApiError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     # PostgreSQL stores no NUL character in text or JSON and would fail the
     # insert (a 500). In JSON a NUL can only come escaped, so most bodies skip the walk.
-    if b"\\u0000" in raw:
+    if refuse_nul and b"\\u0000" in raw:
         field = nul_path(data)
         if field is not None:
             raise ApiError(422, f"{field or 'the body'}: text must not contain the NUL character (\\u0000)", field)
     return data
-
-
-def nul_path(value: Any, path: str = "") -> str | None:
-    """The json path of the first string or key holding a NUL character, or None."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, list):
-        items: Any = ((f"{path}[{index}]", item) for index, item in enumerate(value))
-    elif isinstance(value, dict):
-        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
-    else:
-        return None
-    for item_path, item in items:
-        if "\x00" in item_path:
-            return item_path.replace("\x00", "\\u0000")
-        found = nul_path(item, item_path)
-        if found is not None:
-            return found
-    return None
 
 
 def validate_model(model: type[BaseModel], data: Any) -> Any:

@@ -96,7 +96,9 @@ def receive_events(request: HttpRequest, slug: str):
         )
     except SignatureError as exc:
         raise ApiError(401, str(exc)) from None
-    payload = read_json_body(request, body)
+    # A NUL character fails only the event that holds it, not the whole batch.
+    payload = read_json_body(request, body, refuse_nul=False)
+    screen_nul = b"\\u0000" in body
 
     if isinstance(payload, dict) and "events" in payload:
         events = payload["events"]
@@ -105,9 +107,11 @@ def receive_events(request: HttpRequest, slug: str):
         limit = settings.WEBHOOK_MAX_BATCH_EVENTS
         if len(events) > limit:
             raise ApiError(413, f"a batch holds at most {limit} events; this one has {len(events)}", "events")
-        result = services.events_ingest(source=source, events=events)
+        result = services.events_ingest(source=source, events=events, screen_nul=screen_nul)
     elif isinstance(payload, dict):
-        result = services.events_ingest(source=source, events=[payload], single_event_id=msg_id)
+        result = services.events_ingest(
+            source=source, events=[payload], single_event_id=msg_id, screen_nul=screen_nul
+        )
     else:
         raise ApiError(422, 'the body must be a JSON object: one event, or {"events": [...]}')
 

@@ -71,6 +71,25 @@ class ReportIn(BaseModel):
     occurred_at: AwareDatetime | None = None
 
 
+def nul_path(value: Any, path: str = "") -> str | None:
+    """The json path of the first string or key holding a NUL character, or None."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, list):
+        items: Any = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    elif isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    else:
+        return None
+    for item_path, item in items:
+        if "\x00" in item_path:
+            return item_path.replace("\x00", "\\u0000")
+        found = nul_path(item, item_path)
+        if found is not None:
+            return found
+    return None
+
+
 def error_path(loc: tuple[Any, ...], prefix: str = "") -> str:
     """``("context", "messages", 0, "role")`` -> ``context.messages[0].role``."""
     path = prefix

@@ -343,6 +343,24 @@ def test_a_batch_with_some_bad_events_answers_207_and_stores_the_good_ones(clien
     assert set(FeedbackItem.objects.values_list("external_id", flat=True)) == {"good_1", "good_2"}
 
 
+def test_a_nul_character_fails_only_the_event_that_holds_it(client, product):
+    # PostgreSQL stores no NUL in text or JSON: the event is refused by name, its neighbours are kept.
+    source, secret = product
+    poisoned = rating_event(id="nul", context={"output": "binary junk \u0000 here"})
+    response = post_signed(client, source, secret, {"events": [rating_event(id="good_1"), poisoned]})
+
+    assert response.status_code == 207
+    bad = response.json()["results"][1]
+    assert (bad["status"], bad["id"], bad["field"]) == ("invalid", "nul", "events[1].context.output")
+    assert bad["error"] == "events[1].context.output: text must not contain the NUL character (\\u0000)"
+    assert list(FeedbackItem.objects.values_list("external_id", flat=True)) == ["good_1"]
+
+    single = post_signed(client, source, secret, rating_event(id="nul_2", comment="a\u0000b"), msg_id="nul_2")
+    assert single.status_code == 422
+    assert single.json() == {"error": "comment: text must not contain the NUL character (\\u0000)", "field": "comment"}
+    assert FeedbackItem.objects.count() == 1
+
+
 def test_a_batch_whose_events_are_all_bad_answers_422(client, product):
     source, secret = product
     response = post_signed(client, source, secret, {"events": [rating_event(id="b", rating=5)]})
