@@ -288,7 +288,11 @@ def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
         .in_bulk([n.item_id for n in neighbours])
     )
     return [
-        SimilarItem(item=rows[n.item_id], similarity=n.similarity, preview=item_snippet(rows[n.item_id], or_embedded_text=True))
+        SimilarItem(
+            item=rows[n.item_id],
+            similarity=n.similarity,
+            preview=item_snippet(rows[n.item_id], or_embedded_text=True),
+        )
         for n in neighbours
         if n.item_id in rows
     ]
