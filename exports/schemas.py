@@ -5,7 +5,6 @@ field named instead of guessed. Rules that need the database (does that
 category exist? is the name free?) are checked by exports.services.
 """
 
-from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -17,6 +16,8 @@ from pydantic import (
     StringConstraints,
     model_validator,
 )
+
+from feedback.schemas import Day
 
 FORMATS = ("chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet")
 FormatName = Literal["chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet"]
@@ -46,8 +47,8 @@ class DatasetFilters(BaseModel):
     model_versions: list[Value] = Field(default_factory=list, max_length=MAX_VALUES)
     variants: list[Value] = Field(default_factory=list, max_length=MAX_VALUES)
     sources: list[Value] = Field(default_factory=list, max_length=MAX_VALUES, description="Source slugs.")
-    date_from: date | None = Field(default=None, description="occurred_at on or after this day (UTC).")
-    date_to: date | None = Field(default=None, description="occurred_at on or before this day (UTC).")
+    date_from: Day | None = Field(default=None, description="occurred_at on or after this day (UTC).")
+    date_to: Day | None = Field(default=None, description="occurred_at on or before this day (UTC).")
     reviewed_only: StrictBool = Field(default=False, description="Only items a reviewer labelled.")
     has_hint: StrictBool = False
     has_corrected_response: StrictBool = False

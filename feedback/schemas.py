@@ -4,9 +4,10 @@ Strings must be strings and numbers numbers: a sender that posts
 ``"rating": 1`` gets an error naming ``rating`` instead of a guess.
 """
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
 ShortText = Annotated[str, StringConstraints(strict=True, max_length=200)]
 # No wider than the FeedbackItem column it is stored in: PostgreSQL refuses a
@@ -14,6 +15,18 @@ ShortText = Annotated[str, StringConstraints(strict=True, max_length=200)]
 ColumnText = Annotated[str, StringConstraints(strict=True, max_length=100)]
 LongText = Annotated[str, StringConstraints(strict=True, max_length=100_000)]
 EventId = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=255)]
+
+
+def iso_text_only(value: Any) -> Any:
+    """Dates and times come as ISO 8601 text: a number would be read as seconds since 1970, a guess."""
+    if isinstance(value, int | float):
+        raise ValueError("must be ISO 8601 text, not a number")
+    return value
+
+
+# Lax parsing, but not of numbers; a date or datetime object (from a form) passes.
+Timestamp = Annotated[AwareDatetime, BeforeValidator(iso_text_only)]
+Day = Annotated[date, BeforeValidator(iso_text_only)]
 
 
 class Message(BaseModel):
@@ -44,7 +57,7 @@ class RatingEvent(BaseModel):
 
     id: EventId | None = Field(default=None, description="Idempotency key. For a single event: the webhook-id.")
     type: Literal["feedback.rating"]
-    occurred_at: AwareDatetime
+    occurred_at: Timestamp
     rating: Literal["up", "down"]
     comment: LongText | None = None
     model: ModelRef | None = None
@@ -68,7 +81,7 @@ class ReportIn(BaseModel):
     severity: Literal["low", "medium", "high", "critical"] = "medium"
     model_version: ColumnText = ""
     transcript: LongText = ""
-    occurred_at: AwareDatetime | None = None
+    occurred_at: Timestamp | None = None
 
 
 def nul_path(value: Any, path: str = "") -> str | None:

@@ -225,6 +225,7 @@ def test_a_wrong_type_in_a_field_names_the_field_path(client, product):
         ({"type": "feedback.other"}, "type"),
         ({"occurred_at": "yesterday"}, "occurred_at"),
         ({"occurred_at": "2026-11-29T12:00:00"}, "occurred_at"),  # no time zone
+        ({"occurred_at": 1764417600}, "occurred_at"),  # seconds since 1970 would be a guess
         ({"model": {"name": "coder", "version": 2}}, "model.version"),
     ],
 )
