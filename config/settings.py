@@ -70,6 +70,9 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off")
     SECRET_KEY = "insecure-development-key-only-for-debug"
+# Earlier keys, still accepted for signed cookies and for decrypting the
+# webhook secrets stored under them (feedback/encryption.py) after a rotation.
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])

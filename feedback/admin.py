@@ -39,7 +39,8 @@ class SourceForm(forms.ModelForm):
 
     class Meta:
         model = Source
-        fields = "__all__"
+        # Secrets are made by the app and shown once (on adding, on rotating), never edited or shown again.
+        exclude = ["signing_secret", "previous_signing_secret"]
 
 
 @admin.register(Source)
@@ -50,8 +51,22 @@ class SourceAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     actions = ["rotate_secret", "retire_previous_secret", "create_api_token", "create_export_api_token"]
 
-    def get_changeform_initial_data(self, request):
-        return {"signing_secret": secret_generate()}
+    readonly_fields = ["secrets"]
+
+    @admin.display(description="Signing secrets")
+    def secrets(self, source: Source) -> str:
+        if not source.pk:
+            return "A new secret is made when you save, and shown once."
+        rotation = " and a previous one, valid until retired" if source.previous_signing_secret else ""
+        return f"Set{rotation}; stored encrypted and never shown again. Use the rotate action for a new one."
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            secret = secret_generate()
+            obj.signing_secret = secret
+        super().save_model(request, obj, form, change)
+        if not change:
+            self.message_user(request, f"{obj}: signing secret {secret} (shown once)", messages.WARNING)
 
     @admin.action(description="Rotate the signing secret (the old one stays valid until retired)")
     def rotate_secret(self, request, queryset):

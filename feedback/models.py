@@ -3,6 +3,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from feedback.encryption import EncryptedSecretField
+
 
 class Source(models.Model):
     """Who sends signals: a product backend, the dogfooding form, a file import."""
@@ -17,8 +19,9 @@ class Source(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.PRODUCT)
     # Standard Webhooks secrets (whsec_<base64>). The previous secret stays
     # valid after a rotation until it is retired, so senders can switch over.
-    signing_secret = models.CharField(max_length=200)
-    previous_signing_secret = models.CharField(max_length=200, blank=True, default="")
+    # Stored encrypted (feedback/encryption.py): verifying needs the secret itself, so no hash.
+    signing_secret = EncryptedSecretField(max_length=400)
+    previous_signing_secret = EncryptedSecretField(max_length=400, blank=True, default="")
     trust_weight = models.FloatField(default=1.0)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
