@@ -163,6 +163,8 @@ class FeedbackItem(models.Model):
             models.Index(fields=["status", "status_changed_at"], name="feedback_item_pipeline"),
             models.Index(fields=["model_version", "occurred_at"], name="feedback_item_version_time"),
             models.Index(fields=["-received_at", "-id"], name="feedback_item_recent"),
+            # Search and category pages list newest first: the page is read off the index.
+            models.Index(fields=["-occurred_at", "-id"], name="feedback_item_occurred"),
             # The similarity index reads what changed since its last look.
             models.Index(fields=["status_changed_at"], name="feedback_item_changed"),
         ]
