@@ -213,16 +213,17 @@ class Suggestion:
 
 
 def categories_suggested(
-    *, item: FeedbackItem, categories: list[Category], limit: int = SUGGESTED_MAX
+    *, item: FeedbackItem, categories: list[Category], limit: int = SUGGESTED_MAX, hide_current: bool = False
 ) -> list[Suggestion]:
     """Up to ``limit`` categories for the number keys: the current one, then the nearest.
 
     Nearness is the cosine between the item's vector and each centroid (both
     are L2-normalised float32). Without a vector, the biggest categories
-    follow, so the keys still do something useful.
+    follow, so the keys still do something useful. `hide_current`: the current
+    category is a first reviewer's choice a blind second review must not see.
     """
     assignment = item_assignment(item)
-    current_id = assignment.category_id if assignment else None
+    current_id = assignment.category_id if assignment and not hide_current else None
     vector = np.frombuffer(item.embedding.vector, dtype=np.float32) if item.embedding_id else None
     scored: list[tuple[float | None, Category]] = []
     for category in categories:

@@ -93,14 +93,33 @@ def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = 
         preselect = assignment.category_id if assignment and not (blind and assignment_by_reviewer) else None
         form = LabelForm(initial=LabelForm.initial_for(label=my_label, category_id=preselect))
     context = _item_context(
-        request, item=item, queue=queue, others=others, blind=blind, my_label=my_label, form=form, reveal=reveal
+        request,
+        item=item,
+        queue=queue,
+        others=others,
+        # What the first reviewer decided stays hidden: their category, their label, their history.
+        blind=blind,
+        hide_category=blind and assignment_by_reviewer,
+        my_label=my_label,
+        form=form,
+        reveal=reveal,
     )
     return render(request, "labeling/review/item_detail.html", context, status=422 if form.errors else 200)
 
 
-def _item_context(request, *, item, queue, others, blind, my_label, form, reveal: bool = False) -> dict:
+def _history(*, item, hide_others: bool, viewer) -> list:
+    """The item's audit trail; in a blind second review, without what other reviewers did."""
+    events = audit_trail(item=item)
+    if hide_others:
+        return [event for event in events if event.actor_id in (None, viewer.id)]
+    return list(events)
+
+
+def _item_context(
+    request, *, item, queue, others, blind, my_label, form, reveal: bool = False, hide_category: bool = False
+) -> dict:
     categories = selectors.categories_open()
-    suggestions = selectors.categories_suggested(item=item, categories=categories)
+    suggestions = selectors.categories_suggested(item=item, categories=categories, hide_current=hide_category)
     suggested_ids = {s.category.id for s in suggestions}
     lock = selectors.item_lock(item)
     lock_held_by_other = (
@@ -134,6 +153,7 @@ def _item_context(request, *, item, queue, others, blind, my_label, form, reveal
         "next_url": next_url,
         "lock_held_by_other": lock if lock_held_by_other else None,
         "blind": blind,
+        "hide_category": hide_category,
         "other_labels": [] if blind else others,
         "hidden_labels": len(others) if blind else 0,
         "my_label": my_label,
@@ -145,7 +165,7 @@ def _item_context(request, *, item, queue, others, blind, my_label, form, reveal
             ("Reward hacking", [(tag, tag in checked_tags) for tag in services.REWARD_HACKING_TAGS]),
             ("Other", [(tag, tag in checked_tags) for tag in services.COMMON_TAGS]),
         ],
-        "audit_events": audit_trail(item=item),
+        "audit_events": _history(item=item, hide_others=blind, viewer=request.user),
     }
 
 

@@ -150,15 +150,25 @@ def test_the_first_review_stays_hidden_from_the_second_reviewer_of_a_double_revi
     item = item_make(source, category=category)
     Assignment.objects.filter(item=item).update(assigned_by="reviewer", reviewer=second_reviewer)
     Label.objects.create(item=item, reviewer=second_reviewer, verdict="failure", hint="hidden-hint-xyz")
+    audit_record(actor=second_reviewer, action="labelled", item=item, details={"verdict": "failure"})
+    audit_record(actor=None, action="assigned", item=item, details={"category": {"name": "by the model"}})
     DoubleReview.objects.create(item=item)
     response = logged_in.get(f"/items/{item.id}/")
     html = response.content.decode()
     assert "hidden-hint-xyz" not in html and "1 other review hidden" in html
-    # Neither who placed the item nor a preselected category gives the first verdict away.
-    assert "set by sam" not in html and "source hidden during double review" in html
+    # Neither the category the first reviewer chose, who chose it, a preselection,
+    # a "current" mark on a number key nor their history gives the first verdict away.
+    header = html.split('id="current-category">', 1)[1].split("</dd>", 1)[0]
+    assert "First reviewer's pick" not in header and "hidden until you have labelled it" in header
+    assert "set by sam" not in html
     assert response.context["selected_category"] == ""
+    assert not any(suggestion.current for suggestion in response.context["suggestions"])
+    assert [event.action for event in response.context["audit_events"]] == ["assigned"]
+    assert "verdict: failure" not in html
+
     DoubleReview.objects.all().delete()
-    assert "hidden-hint-xyz" in logged_in.get(f"/items/{item.id}/").content.decode()
+    html = logged_in.get(f"/items/{item.id}/").content.decode()
+    assert "hidden-hint-xyz" in html and "verdict: failure" in html
 
 
 def test_it_shows_the_audit_trail(logged_in, source, reviewer):

@@ -36,6 +36,7 @@
   function pick(categoryId) {
     if (!select) return;
     select.value = String(categoryId);
+    select.setCustomValidity("");
     syncChips();
   }
   function syncChips() {
@@ -44,6 +45,15 @@
       chip.classList.toggle("picked", on);
       chip.setAttribute("aria-pressed", on ? "true" : "false");
     });
+  }
+
+  // c confirms a failure: without a category it would join none, which is
+  // rarely meant. Ask for one (the Save button still allows it on purpose).
+  function needsCategory() {
+    if (!select || select.value !== "" || select.options.length < 2) return false;
+    select.setCustomValidity("Pick this failure's category first: a number key or this list.");
+    select.reportValidity();
+    return true;
   }
 
   function submitWithVerdict(verdict) {
@@ -64,7 +74,15 @@
   chips.forEach(function (chip) {
     chip.addEventListener("click", function () { pick(chip.dataset.pick); });
   });
-  if (select) select.addEventListener("change", syncChips);
+  if (select) {
+    select.addEventListener("change", function () {
+      select.setCustomValidity("");
+      syncChips();
+      // Leave the list: keys are commands again, and the browser's
+      // type-to-select can no longer change the choice behind the reviewer.
+      select.blur();
+    });
+  }
 
   const open = document.getElementById("shortcuts-open");
   if (open) open.addEventListener("click", showOverlay);
@@ -97,7 +115,7 @@
       // must release it, which is what skip does.
       case "j": if (root.dataset.queue) skip(); else go(root.dataset.nextUrl); break;
       case "k": go(root.dataset.previousUrl); break;
-      case "c": submitWithVerdict("failure"); break;
+      case "c": if (!needsCategory()) submitWithVerdict("failure"); break;
       case "n": submitWithVerdict("not_failure"); break;
       case "h": {
         const hint = document.getElementById("id_hint");

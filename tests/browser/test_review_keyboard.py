@@ -110,3 +110,25 @@ def test_question_mark_shows_the_shortcuts_and_escape_closes_them(page, reviewer
     assert "pick a suggested category" in overlay.inner_text()
     page.keyboard.press("Escape")
     assert not overlay.is_visible()
+
+
+def test_c_without_a_category_asks_for_one_and_a_picked_list_entry_stays_picked(page, reviewer_user, queue):
+    current, bigger, items = queue
+    Assignment.objects.filter(item__in=items).delete()  # nothing preselected, as in a blind second review
+    log_in(page, "rita", "rita-password-123")
+    page.goto(f"/items/{items[0].id}/")
+
+    page.keyboard.press("c")
+    assert page.evaluate("document.activeElement.id") == "id_category"
+    assert "category first" in page.evaluate("document.getElementById('id_category').validationMessage")
+    assert not Label.objects.exists()
+
+    # Chosen from the list, the category keeps focus no more: c now saves it,
+    # and no letter typed afterwards can re-pick another entry by its name.
+    page.select_option("#id_category", str(bigger.id))
+    assert page.evaluate("document.activeElement.id") != "id_category"
+    page.keyboard.press("c")
+    page.wait_for_url(lambda url: "/items/" in url)
+    page.wait_for_function("() => document.querySelector('.flash') !== null")
+    label = Label.objects.get(item=items[0], reviewer=reviewer_user)
+    assert (label.verdict, label.category_id) == ("failure", bigger.id)
