@@ -151,8 +151,12 @@ class SearchFilters:
 def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
     """Items matching every given filter, newest first; each word of ``q`` must appear."""
     items = FeedbackItem.objects.select_related("source", "assignment__category")
+    # Words are looked up in the scrubbed text (title, comment, expected, as
+    # embedded): searching the originals would let anyone confirm a secret or
+    # an address prefix by prefix, past the audited reveal. Items still
+    # waiting to be embedded are found by their filters only.
     for word in filters.q.split()[:10]:
-        items = items.filter(Q(comment__icontains=word) | Q(title__icontains=word) | Q(expected__icontains=word))
+        items = items.filter(embed_text__icontains=word)
     exact = {
         "source__slug": filters.source,
         "kind": filters.kind,

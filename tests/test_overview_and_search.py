@@ -7,6 +7,8 @@ import pytest
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
+from feedback.scrubber import scrub
+from feedback.services import embeddable_text
 from labeling.models import Assignment, Category
 from tests.factories import source_make, user_make
 
@@ -21,8 +23,12 @@ def reviewer(client):
 
 
 def item(source, external_id, **fields):
+    """A stored item with the scrubbed text the pipeline derives (search reads it)."""
     defaults = dict(kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4())
-    return FeedbackItem.objects.create(source=source, external_id=external_id, **(defaults | fields))
+    made = FeedbackItem(source=source, external_id=external_id, **(defaults | fields))
+    made.embed_text = scrub(embeddable_text(made)).text
+    made.save()
+    return made
 
 
 @pytest.mark.parametrize("url", ["/", "/search/"])
@@ -74,6 +80,19 @@ def test_search_finds_every_word_in_comments_and_reports(client, reviewer):
     response = client.get("/search/", {"q": "wrong file"})
     assert response.status_code == 200
     assert {i.id for i in response.context["page"]} == {hit.id, report.id}
+
+
+def test_search_reads_the_scrubbed_text_so_it_cannot_confirm_a_secret(client, reviewer):
+    source, _ = source_make()
+    leaky = item(source, "leak", comment="It pushed with ghp_8fK2mQ9xLr4TzW7vN1bC5yH3jD6sA0eP2uGi and mailed jane.doe@acme-corp.com")
+
+    for probe in ("ghp_8fK2", "jane.doe", "acme-corp"):
+        response = client.get("/search/", {"q": probe})
+        assert list(response.context["page"]) == [], probe
+        assert "Nothing matches these filters." in response.content.decode()
+    found = client.get("/search/", {"q": "[EMAIL] pushed"})
+    assert [i.id for i in found.context["page"]] == [leaky.id]
+    assert "jane.doe" not in found.content.decode()
 
 
 def test_search_filters_combine(client, reviewer):
