@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja import Schema
 from pydantic import BaseModel, ValidationError
 
-from feedback.schemas import first_error, nul_path
+from feedback.schemas import first_error, may_hold_unstorable_text, unstorable_error
 
 # Schemas of bodies that views parse by hand; config.api adds them to the OpenAPI document.
 EXTRA_COMPONENTS: dict[str, Any] = {}
@@ -56,24 +56,26 @@ def json_body_schema(*models: type[BaseModel], required: bool = True) -> dict[st
     return {"requestBody": {"required": required, "content": {"application/json": {"schema": body_schema}}}}
 
 
-def read_json_body(request: HttpRequest, body: bytes | None = None, *, refuse_nul: bool = True) -> Any:
-    """The body as JSON, or a 400 that says what is wrong with it (422 for a NUL character,
-    unless the caller screens each part itself: `refuse_nul=False`)."""
+def read_json_body(request: HttpRequest, body: bytes | None = None, *, screen_text: bool = True) -> Any:
+    """The body as JSON, or a 400 that says what is wrong with it.
+
+    Text a column cannot hold (NUL, unpaired surrogates) is a 422 naming the
+    field, unless the caller screens each part itself (`screen_text=False`).
+    """
     raw = request.body if body is None else body
     if not raw.strip():
         raise ApiError(400, "the request body is empty; expected JSON")
     try:
-        data = json.loads(raw)
+        # Strictly UTF-8: json.loads(bytes) would also take UTF-16 and UTF-32.
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ApiError(400, "the request body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    # PostgreSQL stores no NUL character in text or JSON and would fail the
-    # insert (a 500). In JSON a NUL can only come escaped, so most bodies skip the walk.
-    if refuse_nul and b"\\u0000" in raw:
-        field = nul_path(data)
-        if field is not None:
-            raise ApiError(422, f"{field or 'the body'}: text must not contain the NUL character (\\u0000)", field)
+    if screen_text and may_hold_unstorable_text(raw):
+        found = unstorable_error(data)
+        if found is not None:
+            raise ApiError(422, *found)
     return data
 
 

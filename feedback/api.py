@@ -14,7 +14,7 @@ from ninja import Router, Schema, Status
 from config.apitools import ApiError, error_responses, json_body_schema, read_json_body, validate_model
 from feedback import selectors, services
 from feedback.models import ApiToken
-from feedback.schemas import EventBatch, RatingEvent, ReportIn
+from feedback.schemas import EventBatch, RatingEvent, ReportIn, may_hold_unstorable_text
 from feedback.signatures import SignatureError, verify
 
 router = Router(tags=["ingestion"])
@@ -96,9 +96,9 @@ def receive_events(request: HttpRequest, slug: str):
         )
     except SignatureError as exc:
         raise ApiError(401, str(exc)) from None
-    # A NUL character fails only the event that holds it, not the whole batch.
-    payload = read_json_body(request, body, refuse_nul=False)
-    screen_nul = b"\\u0000" in body
+    # Unstorable text (a NUL, say) fails only the event that holds it, not the whole batch.
+    payload = read_json_body(request, body, screen_text=False)
+    screen_text = may_hold_unstorable_text(body)
 
     if isinstance(payload, dict) and "events" in payload:
         events = payload["events"]
@@ -107,10 +107,10 @@ def receive_events(request: HttpRequest, slug: str):
         limit = settings.WEBHOOK_MAX_BATCH_EVENTS
         if len(events) > limit:
             raise ApiError(413, f"a batch holds at most {limit} events; this one has {len(events)}", "events")
-        result = services.events_ingest(source=source, events=events, screen_nul=screen_nul)
+        result = services.events_ingest(source=source, events=events, screen_text=screen_text)
     elif isinstance(payload, dict):
         result = services.events_ingest(
-            source=source, events=[payload], single_event_id=msg_id, screen_nul=screen_nul
+            source=source, events=[payload], single_event_id=msg_id, screen_text=screen_text
         )
     else:
         raise ApiError(422, 'the body must be a JSON object: one event, or {"events": [...]}')

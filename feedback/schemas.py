@@ -4,6 +4,7 @@ Strings must be strings and numbers numbers: a sender that posts
 ``"rating": 1`` gets an error naming ``rating`` instead of a guess.
 """
 
+import re
 from datetime import date
 from typing import Annotated, Any, Literal
 
@@ -17,9 +18,13 @@ LongText = Annotated[str, StringConstraints(strict=True, max_length=100_000)]
 EventId = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=255)]
 
 
+_NUMERIC = re.compile(r"\s*[+-]?\d+(?:\.\d*)?\s*")
+
+
 def iso_text_only(value: Any) -> Any:
-    """Dates and times come as ISO 8601 text: a number would be read as seconds since 1970, a guess."""
-    if isinstance(value, int | float):
+    """Dates and times come as ISO 8601 text: a number, even in quotes, would be read as
+    seconds (or milliseconds) since 1970, a guess."""
+    if isinstance(value, int | float) or (isinstance(value, str) and _NUMERIC.fullmatch(value)):
         raise ValueError("must be ISO 8601 text, not a number")
     return value
 
@@ -84,10 +89,33 @@ class ReportIn(BaseModel):
     occurred_at: Timestamp | None = None
 
 
-def nul_path(value: Any, path: str = "") -> str | None:
-    """The json path of the first string or key holding a NUL character, or None."""
+# Escapes that decode to text no database column can hold: NUL (PostgreSQL
+# refuses it in text and JSON) and UTF-16 surrogates (not encodable as UTF-8).
+# Raw, they are invalid in a UTF-8 JSON body, so only escaped ones need looking for.
+_UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def may_hold_unstorable_text(raw: bytes) -> bool:
+    """Could this JSON body decode to a string no column can store? (Cheap: most bodies skip the walk.)"""
+    return _UNSTORABLE_ESCAPE.search(raw) is not None
+
+
+def _storable(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
+def unstorable_error(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(message, json path) for the first string or key that cannot be stored, or None."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        if _storable(value):
+            return None
+        return f"{path or 'body'}: text must not contain NUL (\\u0000) or unpaired surrogates", path
     if isinstance(value, list):
         items: Any = ((f"{path}[{index}]", item) for index, item in enumerate(value))
     elif isinstance(value, dict):
@@ -95,9 +123,10 @@ def nul_path(value: Any, path: str = "") -> str | None:
     else:
         return None
     for item_path, item in items:
-        if "\x00" in item_path:
-            return item_path.replace("\x00", "\\u0000")
-        found = nul_path(item, item_path)
+        if not _storable(item_path):
+            shown = item_path.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\u0000")
+            return f"{shown}: keys must not contain NUL (\\u0000) or unpaired surrogates", shown
+        found = unstorable_error(item, item_path)
         if found is not None:
             return found
     return None

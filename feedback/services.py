@@ -18,7 +18,7 @@ from django.utils.text import slugify
 from pydantic import ValidationError
 
 from feedback.models import ApiToken, Embedding, FeedbackItem, Source
-from feedback.schemas import RatingEvent, ReportIn, first_error, nul_path
+from feedback.schemas import RatingEvent, ReportIn, first_error, unstorable_error
 from feedback.scrubber import scrub
 from feedback.signatures import secret_generate, secret_key
 
@@ -130,12 +130,12 @@ def rating_item_build(*, source: Source, event: RatingEvent, raw: dict[str, Any]
 
 
 def events_ingest(
-    *, source: Source, events: list[Any], single_event_id: str | None = None, screen_nul: bool = True
+    *, source: Source, events: list[Any], single_event_id: str | None = None, screen_text: bool = True
 ) -> IngestResult:
     """Validate and store rating events; each event's outcome is reported.
 
-    `screen_nul`: look for NUL characters, which PostgreSQL cannot store; the
-    API passes False when the body holds none, sparing the walk.
+    `screen_text`: look for text no column can store (NUL, unpaired
+    surrogates); the API passes False when the body cannot hold any.
 
     Invalid events are reported and skipped; the valid ones are stored in one
     transaction with INSERT .. ON CONFLICT DO NOTHING on (source, external_id),
@@ -151,11 +151,10 @@ def events_ingest(
             where = prefix or "body"
             result.outcomes.append(EventOutcome(index, None, "invalid", f"{where}: must be a JSON object", where))
             continue
-        nul_at = nul_path(raw, prefix) if screen_nul else None
-        if nul_at is not None:
-            message = f"{nul_at or 'body'}: text must not contain the NUL character (\\u0000)"
-            event_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-            result.outcomes.append(EventOutcome(index, event_id, "invalid", message, nul_at))
+        unstorable = unstorable_error(raw, prefix) if screen_text else None
+        if unstorable is not None:
+            event_id = raw.get("id") if isinstance(raw.get("id"), str) and not unstorable_error(raw["id"]) else None
+            result.outcomes.append(EventOutcome(index, event_id, "invalid", *unstorable))
             continue
         try:
             event = RatingEvent.model_validate(raw)

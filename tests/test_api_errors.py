@@ -48,3 +48,17 @@ def test_an_unplanned_error_answers_as_json_and_is_logged(product, monkeypatch, 
     assert str(raised) not in response.content.decode()
     assert any(str(raised) in (record.exc_text or "") for record in caplog.records)
     assert FeedbackItem.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/api/v1/compare?a=2.1%00&b=2.2", "/api/v1/sources/pro%00be/events", "/api/v1/datasets?x=%00", "/search/?q=a%00b"],
+)
+def test_a_nul_in_the_url_is_a_400_before_any_query(client, url, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        response = client.post(url) if "events" in url else client.get(url)
+    assert response.status_code == 400
+    if url.startswith("/api/"):
+        assert response.json() == {"error": "the URL must not contain a NUL character (%00)"}
+    else:
+        assert response.content.decode() == "the URL must not contain a NUL character (%00)"

@@ -142,6 +142,7 @@ def test_a_body_that_is_not_json_is_400(api, body):
         ({"filters": {"rating": "sideways"}}, "filters.rating"),
         ({"filters": {"date_from": "2026-13-01"}}, "filters.date_from"),
         ({"filters": {"date_to": 0}}, "filters.date_to"),
+        ({"filters": {"date_from": "1699920000"}}, "filters.date_from"),
         ({"filters": {"reviewed_only": "yes"}}, "filters.reviewed_only"),
         ({"filters": {"colour": ["red"]}}, "filters.colour"),
         ({"filters": {"tags": "wrong file"}}, "filters.tags"),

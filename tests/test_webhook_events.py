@@ -226,6 +226,7 @@ def test_a_wrong_type_in_a_field_names_the_field_path(client, product):
         ({"occurred_at": "yesterday"}, "occurred_at"),
         ({"occurred_at": "2026-11-29T12:00:00"}, "occurred_at"),  # no time zone
         ({"occurred_at": 1764417600}, "occurred_at"),  # seconds since 1970 would be a guess
+        ({"occurred_at": "1764417600000"}, "occurred_at"),  # so would milliseconds in quotes
         ({"model": {"name": "coder", "version": 2}}, "model.version"),
     ],
 )
@@ -353,13 +354,39 @@ def test_a_nul_character_fails_only_the_event_that_holds_it(client, product):
     assert response.status_code == 207
     bad = response.json()["results"][1]
     assert (bad["status"], bad["id"], bad["field"]) == ("invalid", "nul", "events[1].context.output")
-    assert bad["error"] == "events[1].context.output: text must not contain the NUL character (\\u0000)"
+    assert bad["error"] == "events[1].context.output: text must not contain NUL (\\u0000) or unpaired surrogates"
     assert list(FeedbackItem.objects.values_list("external_id", flat=True)) == ["good_1"]
 
     single = post_signed(client, source, secret, rating_event(id="nul_2", comment="a\u0000b"), msg_id="nul_2")
     assert single.status_code == 422
-    assert single.json() == {"error": "comment: text must not contain the NUL character (\\u0000)", "field": "comment"}
+    assert single.json() == {
+        "error": "comment: text must not contain NUL (\\u0000) or unpaired surrogates", "field": "comment"
+    }
     assert FeedbackItem.objects.count() == 1
+
+
+def test_an_unpaired_surrogate_fails_only_its_event_and_a_paired_one_is_kept(client, product):
+    source, secret = product
+    events = [
+        rating_event(id="emoji", comment="Great \U0001F600"),  # json.dumps escapes it as a surrogate pair
+        rating_event(id="broken", context={"output": "half an emoji \ud83d"}),
+    ]
+    response = post_signed(client, source, secret, {"events": events})
+
+    assert response.status_code == 207
+    assert [(r["id"], r["status"], r["field"]) for r in response.json()["results"]] == [
+        ("emoji", "accepted", None), ("broken", "invalid", "events[1].context.output")
+    ]
+    assert FeedbackItem.objects.get().comment == "Great \U0001F600"
+
+
+def test_a_body_in_another_encoding_than_utf8_is_refused(client, product):
+    source, secret = product
+    body = json.dumps(rating_event(id="evt_16")).encode("utf-16")
+    response = post_signed(client, source, secret, body, msg_id="evt_16")
+    assert response.status_code == 400
+    assert response.json() == {"error": "the request body is not UTF-8 text"}
+    assert not FeedbackItem.objects.exists()
 
 
 def test_a_batch_whose_events_are_all_bad_answers_422(client, product):
