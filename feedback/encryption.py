@@ -70,6 +70,11 @@ class EncryptedSecretField(models.CharField):
     def from_db_value(self, value, expression, connection):
         return decrypt(value) if value else value
 
+    def value_to_string(self, obj):
+        # Serialisation (dumpdata) writes the ciphertext: a fixture is a dump too.
+        value = self.value_from_object(obj)
+        return encrypt(value) if value else value
+
     def get_prep_value(self, value):
         value = super().get_prep_value(value)
         if not value or value.startswith(PREFIX):

@@ -51,7 +51,8 @@ class Source(models.Model):
         ):
             raise ValidationError({"scrub_patterns": 'Give a list of {"name": ..., "regex": ...} objects.'})
         try:
-            validate_custom_patterns(self.custom_scrub_patterns)
+            slugs = set(Source.objects.values_list("slug", flat=True)) | {self.slug}
+            validate_custom_patterns(self.custom_scrub_patterns, data_values=sorted(slugs))
         except ValueError as exc:
             raise ValidationError({"scrub_patterns": str(exc)}) from None
 

@@ -736,13 +736,32 @@ def _custom_rows(extra: tuple[tuple[str, str], ...]) -> tuple[Pattern, ...]:
     return tuple(rows)
 
 
-def validate_custom_patterns(pairs: Sequence[tuple[str, str]]) -> None:
-    """Raise ValueError naming the first (name, regex) pair that cannot be a custom pattern."""
+# Values exports write as data, not text: ids, timestamps, dates, verdicts.
+# The export self-check reads every string of its files, so a custom pattern
+# matching one of these would fail every export; such a pattern is refused.
+DATA_VALUES = (
+    "1", "42", "123456", "9876543210", "2026-11-30", "2026-11-30T06:00:00+00:00", "2026-11-30 06:00:00",
+    "evt_0f3c2a", "failure", "not_failure", "duplicate", "spam", "train", "eval", "none", "rating", "report",
+    "low", "medium", "high", "critical", "user", "assistant", "system", "tool",
+)
+
+
+def validate_custom_patterns(pairs: Sequence[tuple[str, str]], *, data_values: Sequence[str] = ()) -> None:
+    """Raise ValueError naming the first (name, regex) pair that cannot be a custom pattern.
+
+    Besides compiling, a pattern must not match any of DATA_VALUES or `data_values` (e.g. source slugs).
+    """
     names = [name for name, _ in pairs]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ValueError(f"custom pattern {repeated[0]!r} is named twice")
-    _rows_with(pairs)
+    for row in _rows_with(pairs)[len(PATTERNS) :]:
+        for value in (*DATA_VALUES, *data_values):
+            if row.compiled.search(value):
+                raise ValueError(
+                    f"custom pattern {row.name.removeprefix('custom:')!r} matches {value!r}, a value exports "
+                    "write as data (an id, a date, a source, a verdict): make it more specific"
+                )
 
 
 def _rows_with(extra_patterns: Sequence[tuple[str, str]]) -> tuple[Pattern, ...]:

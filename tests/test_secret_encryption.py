@@ -38,6 +38,17 @@ def test_the_database_holds_only_ciphertext_and_webhooks_still_verify(client):
     assert post_signed(client, source, secret, rating_event(id="evt_old"), msg_id="evt_old").status_code == 202
 
 
+def test_a_fixture_dump_holds_ciphertext_and_loads_back(tmp_path):
+    source, secret = source_make("product")
+    dump = tmp_path / "sources.json"
+    call_command("dumpdata", "feedback.source", output=str(dump))
+    assert secret not in dump.read_text() and "enc1:" in dump.read_text()
+
+    Source.objects.all().delete()
+    call_command("loaddata", str(dump))
+    assert Source.objects.get(slug="product").signing_secret == secret
+
+
 def test_each_save_encrypts_afresh(client):
     source, secret = source_make("product")
     before = stored(source)[0]
