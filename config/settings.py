@@ -34,24 +34,33 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
-def env_int(name: str, default: int) -> int:
+def _in_range(name: str, value, low, high):
+    # `not low <= value` also refuses NaN, which compares false with everything.
+    if (low is not None and not low <= value) or (high is not None and not value <= high):
+        raise ImproperlyConfigured(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def env_int(name: str, default: int, *, low: int | None = None, high: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+    return _in_range(name, value, low, high)
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float, *, low: float | None = None, high: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    return _in_range(name, value, low, high)
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -299,9 +308,9 @@ CLUSTER_RUN_STUCK_SECONDS = env_int("CLUSTER_RUN_STUCK_SECONDS", 15 * 60)
 # How coarse categories are (labeling.clustering.ClusterParams; the defaults
 # suit banking77). Feedback whose wording varies more within one failure mode
 # may want coarser ones: bench/cluster_demo.py measures the demo corpus.
-CLUSTER_MERGE_THRESHOLD = env_float("CLUSTER_MERGE_THRESHOLD", 0.045)
-CLUSTER_MERGE_MIN_ITEMS = env_int("CLUSTER_MERGE_MIN_ITEMS", 2000)
-CLUSTER_MIN_CLUSTER_SIZE = env_int("CLUSTER_MIN_CLUSTER_SIZE", 5)
+CLUSTER_MERGE_THRESHOLD = env_float("CLUSTER_MERGE_THRESHOLD", 0.045, low=0.001, high=1.0)
+CLUSTER_MERGE_MIN_ITEMS = env_int("CLUSTER_MERGE_MIN_ITEMS", 2000, low=1, high=10_000_000)
+CLUSTER_MIN_CLUSTER_SIZE = env_int("CLUSTER_MIN_CLUSTER_SIZE", 5, low=1, high=10_000)
 
 
 def env_crontab(name: str, default: str) -> crontab:

@@ -43,3 +43,13 @@ def test_a_malformed_setting_names_the_variable(tmp_path):
     result = manage("check", SECRET_KEY="x", DATA_DIR=str(tmp_path), WEBHOOK_MAX_BATCH_EVENTS="lots")
     assert result.returncode != 0
     assert "WEBHOOK_MAX_BATCH_EVENTS must be an integer, got 'lots'" in result.stderr
+
+
+def test_a_setting_out_of_its_range_stops_start_up(tmp_path):
+    for name, value, message in [
+        ("CLUSTER_MIN_CLUSTER_SIZE", "0", "CLUSTER_MIN_CLUSTER_SIZE must be between 1 and 10000, got 0"),
+        ("CLUSTER_MERGE_THRESHOLD", "nan", "CLUSTER_MERGE_THRESHOLD must be between 0.001 and 1.0, got nan"),
+    ]:
+        result = manage("check", SECRET_KEY="x", DATA_DIR=str(tmp_path), **{name: value})
+        assert result.returncode != 0, name
+        assert message in result.stderr
