@@ -16,7 +16,7 @@ class VersionSeries:
     """Daily ratings of one model version (and variant): volume and thumbs-down rate."""
 
     label: str
-    volume: list[int]
+    volume: list[int | None]  # None before a version's first rating and after its last: not live, not zero
     down_rate: list[float | None]
 
 
@@ -28,6 +28,14 @@ def _start_of(day: date) -> datetime:
     """Midnight of `day` in the current time zone: `occurred_at >= it` compares the column
     as stored, where `occurred_at__date >= day` converts every row first."""
     return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def _live_span(counts: list[int]) -> list[int | None]:
+    """Counts between the first and the last day with any, None outside: a version
+    not yet released (or retired) has no traffic, which a chart must not draw as 0."""
+    days_with = [index for index, count in enumerate(counts) if count]
+    first, last = days_with[0], days_with[-1]
+    return [count if first <= index <= last else None for index, count in enumerate(counts)]
 
 
 def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[list[str], list[VersionSeries]]:
@@ -57,7 +65,7 @@ def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[l
     series = [
         VersionSeries(
             label=label,
-            volume=totals[label],
+            volume=_live_span(totals[label]),
             down_rate=[round(d / t, 3) if t else None for d, t in zip(downs[label], totals[label])],
         )
         for label in sorted(totals)

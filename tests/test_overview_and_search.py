@@ -9,6 +9,7 @@ from django.utils import timezone
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub
 from feedback.services import embeddable_text
+from labeling import selectors
 from labeling.models import Assignment, Category
 from tests.factories import source_make, user_make
 
@@ -63,6 +64,20 @@ def test_reviewers_and_admins_see_the_overview_with_versions_and_categories(clie
     assert "Edits the wrong file" in body
     assert "75%" in body  # 3 of 4 ratings of 2.1 were thumbs-down
     assert 'id="chart-data"' in body
+
+
+def test_the_daily_volume_of_a_version_is_empty_outside_the_days_it_was_live():
+    source, _ = source_make()
+    now = timezone.now()
+    for days_ago, version in [(9, "2.0"), (7, "2.0"), (3, "2.1"), (0, "2.1")]:
+        item(source, f"{version}-{days_ago}", model_version=version, occurred_at=now - timedelta(days=days_ago))
+
+    days, series = selectors.ratings_over_time(days=10, now=now)
+
+    volume = {s.label: s.volume for s in series}
+    assert volume["2.0"] == [1, 0, 1] + [None] * 7  # a quiet day while live is a real 0
+    assert volume["2.1"] == [None] * 6 + [1, 0, 0, 1]
+    assert len(days) == 10
 
 
 def test_the_overview_reads_a_fixed_number_of_queries_however_many_categories(client, reviewer, django_assert_max_num_queries):

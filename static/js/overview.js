@@ -17,8 +17,10 @@
           data: s[key],
           borderColor: colour(i),
           backgroundColor: colour(i),
-          spanGaps: true,
-          tension: 0.25,
+          // A gap is a day without data: left open, not bridged (volume is
+          // None outside a version's live days). No smoothing: it overshoots.
+          spanGaps: false,
+          tension: 0,
           pointRadius: 0,
           borderWidth: 2,
         })),
