@@ -240,11 +240,14 @@ def test_the_status_row_stops_polling_when_done_and_links_the_files(reviewer, ex
     reviewer.post(f"/datasets/{dataset.id}/export")
     run = ExportRun.objects.get()
     url = f"/datasets/{dataset.id}/runs/{run.id}/status"
-    assert "hx-get" in reviewer.get(url).content.decode()
+    polled = reviewer.get(url, headers={"HX-Request": "true"})
+    assert "hx-get" in polled.content.decode() and "HX-Refresh" not in polled
 
     from exports import services
 
     services.export_run_execute(run_id=run.id)
+    # The poll that sees the new version reloads the page, so its table lists it too.
+    assert reviewer.get(url, headers={"HX-Request": "true"})["HX-Refresh"] == "true"
     response = reviewer.get(url)
 
     html = response.content.decode()

@@ -94,6 +94,8 @@ def test_the_status_row_follows_a_run_to_done_and_then_stops_asking(page, review
     services.export_run_execute(run_id=run.id)
     page.locator("#export-state", has_text="Done").wait_for()
     assert page.locator("#export-progress").get_attribute("value") == "100"
+    # The page reloads once with the new version: in the table, not only in the status row.
+    page.locator("#version-table a", has_text="v1").wait_for()
     assert page.locator("#export-now").is_enabled()
     polled = len(requests)
     page.wait_for_timeout(2500)
