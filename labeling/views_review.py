@@ -146,7 +146,10 @@ def _item_context(
         "blocks": text.blocks,
         "transcript": text.transcript,
         "metadata": text.metadata,
-        "raw_payload": selectors.item_raw_payload(item=item) if is_admin(request.user) else None,
+        # The payload as received holds everything the scrubber hides: admins
+        # see it only with a reveal, which is on the audit trail.
+        "can_see_raw": is_admin(request.user),
+        "raw_payload": selectors.item_raw_payload(item=item) if reveal and is_admin(request.user) else None,
         "queue": queue,
         "progress": progress,
         "previous_url": previous_url,

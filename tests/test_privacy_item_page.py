@@ -98,7 +98,10 @@ def test_reveal_refuses_anonymous_get_and_users_without_a_role(client, no_role_u
     assert not AuditEvent.objects.filter(action="revealed original").exists()
 
 
-def test_admins_still_see_the_raw_payload(client, admin_user, secret_item):
+def test_admins_see_the_raw_payload_only_with_an_audited_reveal(client, admin_user, secret_item):
     client.force_login(admin_user)
     html = client.get(f"/items/{secret_item.id}/").content.decode()
-    assert "Raw payload (admins)" in html
+    assert "Raw payload (admins)" not in html and AWS_KEY not in html
+    html = client.post(f"/items/{secret_item.id}/reveal").content.decode()
+    assert "Raw payload (admins)" in html and AWS_KEY in html
+    assert AuditEvent.objects.filter(item=secret_item, actor=admin_user, action="revealed original").count() == 1

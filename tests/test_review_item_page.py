@@ -5,7 +5,7 @@ import pytest
 from feedback import vector_index
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
-from labeling.models import Assignment, DoubleReview, Label
+from labeling.models import Assignment, AuditEvent, DoubleReview, Label
 from tests.review_factories import (  # noqa: F401 (fixtures)
     admin_user,
     category_make,
@@ -95,9 +95,14 @@ def test_the_raw_payload_is_shown_to_admins_only(client, source, reviewer, admin
     item = item_make(source, raw_payload={"secret_marker": "raw-42"})
     client.force_login(reviewer)
     assert "raw-42" not in client.get(f"/items/{item.id}/").content.decode()
+    assert "raw-42" not in client.post(f"/items/{item.id}/reveal").content.decode()
     client.force_login(admin_user)
     html = client.get(f"/items/{item.id}/").content.decode()
+    # Even for admins the payload waits for a reveal, which is audited.
+    assert "raw-42" not in html and "Reveal original and raw payload" in html
+    html = client.post(f"/items/{item.id}/reveal").content.decode()
     assert "Raw payload (admins)" in html and "raw-42" in html
+    assert AuditEvent.objects.filter(item=item, actor=admin_user, action="revealed original").exists()
 
 
 def test_suggestions_start_with_the_current_category_then_the_nearest_centroids(logged_in, source):
