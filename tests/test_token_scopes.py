@@ -28,23 +28,18 @@ def bearer(raw: str) -> dict:
 
 
 def test_a_new_token_may_only_file_reports(client, source):
+    # Every route for every scope is walked in test_access_walk; here: the default and the exact answer.
     token, raw = services.api_token_create(source=source)
     assert token.scopes == ["reports"]
 
     filed = client.post("/api/v1/reports", REPORT, content_type="application/json", headers=bearer(raw))
     assert filed.status_code == 201
 
-    for method, path, body in [
-        ("get", "/api/v1/datasets", None),
-        ("post", "/api/v1/datasets", DATASET),
-        ("get", "/api/v1/compare?a=1&b=2", None),
-    ]:
-        response = getattr(client, method)(path, body, content_type="application/json", headers=bearer(raw))
-        assert response.status_code == 403, path
-        scope = "compare" if "compare" in path else "datasets"
-        assert response.json()["error"] == (
-            f"this token may not use the {scope} API (it has: reports); an admin can grant it"
-        )
+    refused = client.post("/api/v1/datasets", DATASET, content_type="application/json", headers=bearer(raw))
+    assert refused.status_code == 403
+    assert refused.json() == {
+        "error": "this token may not use the datasets API (it has: reports); an admin can grant it"
+    }
     assert not Dataset.objects.exists()
 
 
