@@ -60,7 +60,7 @@ def test_it_renders_the_agent_run_as_labelled_turns_with_code_and_collapsed_tool
     assert '<details class="tool-call">' in html and '<span class="tool-name">edit_file</span>' in html
     assert "&quot;path&quot;: &quot;main.py&quot;" in html and "applied 1 hunk" in html and "3 failed" in html
     assert "All tests pass." in html and "It claimed the tests pass" in html
-    assert "👎" in html and "2.2" in html and "<dd>B</dd>" in html and "product" in html
+    assert 'title="Thumbs down">▼' in html and "2.2" in html and "<dd>B</dd>" in html and "product" in html
     assert "acme/api" in html  # metadata, collapsed
 
 
