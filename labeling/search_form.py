@@ -1,6 +1,7 @@
 from django import forms
 
 from feedback.models import FeedbackItem
+from labeling.models import Label
 from labeling.selectors import SearchFilters
 
 
@@ -13,6 +14,10 @@ class SearchForm(forms.Form):
     variant = forms.CharField(required=False, max_length=100)
     category = forms.CharField(required=False, max_length=20)
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *FeedbackItem.Status.choices])
+    review = forms.ChoiceField(
+        required=False,
+        choices=[("", "reviewed or not"), ("none", "not reviewed"), ("any", "reviewed"), *Label.Verdict.choices],
+    )
     date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 

@@ -3,12 +3,12 @@
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling.models import Category, ClusterRun
+from labeling.models import Category, ClusterRun, Label
 
 
 @dataclass
@@ -152,13 +152,21 @@ class SearchFilters:
     variant: str = ""
     category: str = ""
     status: str = ""
+    # "none": not labelled yet; "any": labelled; a verdict: some label says so.
+    review: str = ""
     date_from: date | None = None
     date_to: date | None = None
 
 
 def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
-    """Items matching every given filter, newest first; each word of ``q`` must appear."""
-    items = FeedbackItem.objects.select_related("source", "assignment__category")
+    """Items matching every given filter, newest first; each word of ``q`` must appear.
+
+    Each item carries `verdict`: the verdict of its label changed last, or None.
+    """
+    labels = Label.objects.filter(item=OuterRef("pk"))
+    items = FeedbackItem.objects.select_related("source", "assignment__category").annotate(
+        verdict=Subquery(labels.order_by("-updated_at", "-id").values("verdict")[:1])
+    )
     # Words are looked up in the scrubbed text (title, comment, expected, as
     # embedded): searching the originals would let anyone confirm a secret or
     # an address prefix by prefix, past the audited reveal. Items still
@@ -179,6 +187,12 @@ def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
         items = items.filter(Q(assignment__isnull=True) | Q(assignment__category__isnull=True))
     elif filters.category.isdigit():
         items = items.filter(assignment__category_id=int(filters.category))
+    if filters.review == "none":
+        items = items.filter(~Exists(labels))
+    elif filters.review == "any":
+        items = items.filter(Exists(labels))
+    elif filters.review in Label.Verdict.values:
+        items = items.filter(Exists(labels.filter(verdict=filters.review)))
     if filters.date_from:
         items = items.filter(occurred_at__date__gte=filters.date_from)
     if filters.date_to:

@@ -110,6 +110,29 @@ def test_search_reads_the_scrubbed_text_so_it_cannot_confirm_a_secret(client, re
     assert "jane.doe" not in found.content.decode()
 
 
+def test_search_filters_by_review_and_shows_the_latest_verdict(client, reviewer):
+    from labeling.models import Label
+
+    source, _ = source_make()
+    waiting = item(source, "waiting")
+    failed = item(source, "failed")
+    cleared = item(source, "cleared")
+    Label.objects.create(item=failed, reviewer=reviewer, verdict="failure")
+    Label.objects.create(item=cleared, reviewer=reviewer, verdict="failure", updated_at=timezone.now() - timedelta(hours=1))
+    Label.objects.create(item=cleared, reviewer=user_make("sam", "reviewer"), verdict="not_failure")
+
+    def found(review):
+        return {i.id: i.verdict for i in client.get("/search/", {"review": review}).context["page"]}
+
+    assert found("none") == {waiting.id: None}
+    assert found("any") == {failed.id: "failure", cleared.id: "not_failure"}
+    assert found("failure") == {failed.id: "failure", cleared.id: "not_failure"}  # some label says failure
+    assert found("not_failure") == {cleared.id: "not_failure"}
+    assert "not a failure" in client.get("/search/").content.decode()
+    response = client.get("/search/", {"review": "maybe"})
+    assert response.status_code == 422 and "review" in response.content.decode()
+
+
 def test_search_filters_combine(client, reviewer):
     source, _ = source_make()
     other, _ = source_make("other")
