@@ -99,7 +99,7 @@ def demo_items(*, count: int, seed: int) -> tuple[list[str], np.ndarray, list[st
         # labeling.services.described_failures: reports, and thumbs-downs that say something.
         if not (item.kind == FeedbackItem.Kind.REPORT or (item.rating == -1 and item.comment)):
             continue
-        text = scrub(embeddable_text(item), extra_patterns=item.source.custom_scrub_patterns).text
+        text = scrub(embeddable_text(item)).text  # the demo's sources add no custom patterns
         if signal.comment_style == "theme":
             rows.append((text, signal.theme, True))
         else:

@@ -49,8 +49,8 @@ from exports.models import (
 )
 from exports.records import ExportRecord
 from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
+from feedback import custom_patterns
 from feedback.models import FeedbackItem, Source
-from feedback import selectors as feedback_selectors
 from feedback.scrubber import find_unscrubbed
 from labeling.audit import audit_record
 from labeling.models import Category
@@ -756,12 +756,12 @@ def _export(run: ExportRun) -> DatasetVersion:
         items = items.annotate(in_opposite_purpose=selectors.in_versions_of(purpose=opposite))
         category_ids = selectors.categories_with_merged(filters.categories)
         member_ids = array("q")
-        custom_patterns = feedback_selectors.scrub_patterns_of_all_sources()
+        extra_patterns = custom_patterns.all_sources(fresh=True)
         _run_update(run, stage="writing files", total=total, processed=0, progress=0.02)
 
         def batches() -> Iterator[list[ExportRecord]]:
             seen = 0
-            for records in selectors.records_stream(items, with_vector=with_vector, extra_patterns=custom_patterns):
+            for records in selectors.records_stream(items, with_vector=with_vector, extra_patterns=extra_patterns):
                 seen += len(records)
                 kept = guard.keep(
                     [r for r in records if selectors.record_passes(r, filters, category_ids=category_ids)]
@@ -775,7 +775,7 @@ def _export(run: ExportRun) -> DatasetVersion:
             meta=meta,
             batches=batches(),
             held_out=lambda: held_out_summary(held=guard.held, threshold=threshold, checked_against=checked),
-            extra_patterns=custom_patterns,
+            extra_patterns=extra_patterns,
         )
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -899,13 +899,13 @@ def dataset_version_write(*, version: DatasetVersion, folder: Path) -> Written:
     )
     # Today's scrub patterns: a pattern added since the version was written
     # makes the rewrite differ, which is the cue to export again.
-    custom_patterns = feedback_selectors.scrub_patterns_of_all_sources()
+    extra_patterns = custom_patterns.all_sources(fresh=True)
     return _write_folder(
         folder=folder,
         meta=meta,
-        batches=selectors.records_stream(items, with_vector=False, extra_patterns=custom_patterns),
+        batches=selectors.records_stream(items, with_vector=False, extra_patterns=extra_patterns),
         held_out=lambda: version.held_out,
-        extra_patterns=custom_patterns,
+        extra_patterns=extra_patterns,
     )
 
 

@@ -22,19 +22,6 @@ def source_for_webhook(*, slug: str) -> Source | None:
     return next(iter(Source.objects.raw(query, [slug])), None)
 
 
-def scrub_patterns_of_all_sources() -> tuple[tuple[str, str], ...]:
-    """Every source's custom scrub patterns, each (name, regex) pair once.
-
-    Exports apply them all to every record: a dataset mixes sources, and a
-    host name one team marks private is no less private in another's text.
-    """
-    pairs: dict[tuple[str, str], None] = {}
-    for rows in Source.objects.exclude(scrub_patterns=[]).order_by("id").values_list("scrub_patterns", flat=True):
-        for row in rows or ():
-            pairs[(row["name"], row["regex"])] = None
-    return tuple(pairs)
-
-
 def api_token_authenticate(*, raw_token: str) -> ApiToken:
     """The live token for a raw bearer value, or TokenRefused saying why not."""
     token = ApiToken.objects.select_related("source").filter(token_hash=token_hash(raw_token)).first()

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
 
+from feedback import custom_patterns
 from feedback.models import ApiToken, Embedding, FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn, first_error, unstorable_error
 from feedback.scrubber import scrub
@@ -333,16 +334,17 @@ def items_embed(*, item_ids: list[int]) -> list[int]:
     from feedback import embedder  # heavy (numpy, onnxruntime): only workers load it
 
     items = list(
-        FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
-        .select_related("source")
-        .only("id", "title", "comment", "expected", "context", "source__scrub_patterns")
+        FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).only(
+            "id", "title", "comment", "expected", "context"
+        )
     )
     if not items:
         return []
     model_name = embedder.model_label()
+    extra = custom_patterns.all_sources()
     for item in items:
         # Secrets and personal data never reach a vector or anything derived from it.
-        item.embed_text = scrub(embeddable_text(item), extra_patterns=item.source.custom_scrub_patterns).text
+        item.embed_text = scrub(embeddable_text(item), extra_patterns=extra).text
         item.content_hash = content_hash(item.embed_text) if item.embed_text else ""
 
     hashes = {item.content_hash: item.embed_text for item in items if item.content_hash}

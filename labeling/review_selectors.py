@@ -11,6 +11,7 @@ import numpy as np
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from sklearn.metrics import cohen_kappa_score
 
+from feedback import custom_patterns
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub, scrub_json
@@ -300,12 +301,9 @@ def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
 
 
 def item_snippet(item: FeedbackItem, *, or_embedded_text: bool = False) -> str:
-    """The line lists show for an item (title, else comment), scrubbed with its source's patterns.
-
-    Needs `item.source` loaded with the item (select_related), or every row costs a query.
-    """
+    """The line lists show for an item (title, else comment), scrubbed."""
     text = item.title or item.comment or (item.embed_text if or_embedded_text else "")
-    return scrub(text[:1000], extra_patterns=item.source.custom_scrub_patterns).text if text else ""
+    return scrub(text[:1000], extra_patterns=custom_patterns.all_sources()).text if text else ""
 
 
 # --- Rendering the rated context ----------------------------------------------------
@@ -431,7 +429,7 @@ def item_text(*, item: FeedbackItem, reveal: bool = False) -> ItemText:
     fields = {"title": item.title or "", "comment": item.comment or "", "expected": item.expected or ""}
     counts: dict[str, int] = {}
     if not reveal:
-        extra = item.source.custom_scrub_patterns
+        extra = custom_patterns.all_sources()
         context, context_counts = scrub_json(context, extra_patterns=extra)
         totals = Counter(context_counts)
         for name, value in fields.items():
