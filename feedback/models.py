@@ -25,9 +25,10 @@ class Source(models.Model):
     trust_weight = models.FloatField(default=1.0)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
-    # Extra scrub rules for what only this source knows is private (internal
-    # host names, customer ids): [{"name": "hostname", "regex": "..."}], each
-    # match replaced by [CUSTOM:<name>]. Set in the admin, which checks them.
+    # Extra scrub rules for what this source knows is private (internal host
+    # names, customer ids): [{"name": "hostname", "regex": "..."}], each match
+    # replaced by [CUSTOM:<name>] in every source's signals (feedback/custom_patterns.py).
+    # Set in the admin, which checks them.
     scrub_patterns = models.JSONField(default=list, blank=True)
 
     class Meta:
