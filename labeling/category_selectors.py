@@ -8,6 +8,7 @@ queries whether it shows 5 categories or 50.
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Lower
@@ -18,6 +19,11 @@ from labeling.models import Assignment, Category, ClusterRun
 
 PAGE_SIZE = 50
 GROWTH_WINDOW = timedelta(days=7)
+# Centroids at least this similar are offered as a merge on the category list. Runs keep
+# a category's identity from 0.8 (CATEGORY_MATCH_SIMILARITY); pieces of one failure mode
+# worded differently sit a little below.
+MERGE_SUGGESTION_SIMILARITY = 0.75
+EMBEDDING_BYTES = 384 * 4  # float32 vectors of feedback.embedder.DIMENSIONS
 
 # What the list shows when no status is chosen: the categories a reviewer
 # still works with. Merged and archived ones, and proposals that lost all
@@ -192,6 +198,57 @@ def category_representatives(*, category: Category) -> list[FeedbackItem]:
     shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__scrub_patterns")
     found = FeedbackItem.objects.select_related("source").only(*shown).in_bulk(ids)
     return [found[i] for i in ids if i in found]
+
+
+@dataclass(frozen=True)
+class MergeSuggestion:
+    source: Category  # merged away: the smaller, unless only the other is confirmed
+    target: Category
+    similarity: float
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.similarity)
+
+
+def merge_suggestions(*, min_similarity: float = MERGE_SUGGESTION_SIMILARITY, limit: int = 8) -> list[MergeSuggestion]:
+    """Pairs of open categories whose centroids are this close, closest first; each category in one pair at most.
+
+    Runs split one failure mode that users word several ways into pieces
+    (README, "Granularity"); these are the merges a reviewer most likely wants.
+    """
+    categories = [
+        category
+        for category in Category.objects.filter(
+            status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0
+        ).only("id", "name", "status", "size", "centroid")
+        if category.centroid and len(category.centroid) == EMBEDDING_BYTES
+    ]
+    if len(categories) < 2:
+        return []
+    centroids = np.stack([np.frombuffer(category.centroid, dtype=np.float32) for category in categories])
+    similarity = np.triu(centroids @ centroids.T, k=1)  # each pair once, no category with itself
+    rows, columns = np.nonzero(similarity >= min_similarity)
+    suggestions: list[MergeSuggestion] = []
+    paired: set[int] = set()
+    for index in np.argsort(-similarity[rows, columns], kind="stable"):
+        a, b = categories[rows[index]], categories[columns[index]]
+        if a.id in paired or b.id in paired:
+            continue
+        paired.update((a.id, b.id))
+        target, source = (a, b) if _stays(a, b) else (b, a)
+        suggestions.append(MergeSuggestion(source, target, float(similarity[rows[index], columns[index]])))
+        if len(suggestions) == limit:
+            break
+    return suggestions
+
+
+def _stays(a: Category, b: Category) -> bool:
+    """Does `a` stay when the two merge? A confirmed category over a proposed one, else the bigger."""
+    a_confirmed, b_confirmed = a.status == Category.Status.CONFIRMED, b.status == Category.Status.CONFIRMED
+    if a_confirmed != b_confirmed:
+        return a_confirmed
+    return (a.size, -a.id) >= (b.size, -b.id)
 
 
 def category_merge_targets(*, category: Category) -> QuerySet[Category]:

@@ -63,6 +63,7 @@ def category_list(request: HttpRequest) -> HttpResponse:
         "status_choices": selectors.STATUS_CHOICES,
         "sort_choices": selectors.SORT_CHOICES,
         "model_versions": selectors.model_versions(),
+        "merge_suggestions": selectors.merge_suggestions(),
     }
     return render(request, "labeling/categories/list.html", context)
 

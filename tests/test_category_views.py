@@ -4,11 +4,13 @@ import re
 import uuid
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
+from labeling import category_selectors as selectors
 from labeling.models import Assignment, AuditEvent, Category
 from tests.factories import client_for, source_make, user_make
 
@@ -516,3 +518,49 @@ def test_a_split_of_items_from_another_category_is_refused(reviewer, pair):
     response = reviewer.post(f"/categories/{first.id}/split", {"name": "New", "items": [foreign]})
     assert response.status_code == 422 and "no longer in “wrong file”" in response.content.decode()
     assert snapshot() == before
+
+
+# --- Suggested merges ----------------------------------------------------------------------
+
+
+def centre_at(base, cosine: float, seed: int) -> bytes:
+    """A unit vector with exactly this cosine to `base`, as a stored centroid."""
+    other = np.random.default_rng(seed).standard_normal(base.shape[0])
+    other -= (other @ base) * base
+    other /= np.linalg.norm(other)
+    return (cosine * base + np.sqrt(1 - cosine**2) * other).astype(np.float32).tobytes()
+
+
+def test_close_categories_are_suggested_as_a_merge_into_the_confirmed_or_bigger_one(reviewer, source):
+    base = np.zeros(384)
+    base[0] = 1.0
+    items = [item_make(source) for _ in range(9)]
+    kept = category_make("Edits the wrong file", items[:2], status=Category.Status.CONFIRMED, centroid=centre_at(base, 1.0, 1))
+    piece = category_make("Changed another file", items[2:5], centroid=centre_at(base, 0.9, 2))
+    big = category_make("Modified wrong module", items[5:8], centroid=centre_at(base, 0.8, 3))
+    far = category_make("Claims tests pass", items[8:], centroid=centre_at(base, 0.1, 4))
+    category_make("Merged long ago", [item_make(source)], status=Category.Status.MERGED, centroid=centre_at(base, 0.99, 5))
+
+    suggestions = selectors.merge_suggestions()
+
+    # The closest pair first; each category in one pair at most; the confirmed one stays.
+    assert [(s.source.id, s.target.id) for s in suggestions] == [(piece.id, kept.id)]
+    assert suggestions[0].percent == 90
+    assert far.id not in {s.source.id for s in suggestions} | {s.target.id for s in suggestions}
+    html = reviewer.get("/categories/").content.decode()
+    assert 'id="merge-suggestions"' in html and f'action="/categories/{piece.id}/merge"' in html
+    assert f'name="target" value="{kept.id}"' in html
+
+    # Accepting it is the ordinary merge; then the next pair comes up.
+    reviewer.post(f"/categories/{piece.id}/merge", {"target": kept.id})
+    assert Category.objects.get(id=piece.id).status == Category.Status.MERGED
+    assert [(s.source.id, s.target.id) for s in selectors.merge_suggestions()] == [(big.id, kept.id)]
+
+
+def test_no_suggestions_below_the_threshold(reviewer, source):
+    base = np.zeros(384)
+    base[0] = 1.0
+    category_make("a", [item_make(source)], centroid=centre_at(base, 1.0, 1))
+    category_make("b", [item_make(source)], centroid=centre_at(base, 0.7, 2))
+    assert selectors.merge_suggestions() == []
+    assert 'id="merge-suggestions"' not in reviewer.get("/categories/").content.decode()
