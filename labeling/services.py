@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
 from labeling import clustering
+from labeling.audit import audit_record
 from labeling.models import Assignment, Category, ClusterRun
 
 logger = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def _cluster_run_body(run: ClusterRun) -> None:
         _run_update(run, stage="assigning items", progress=0.9)
         assigned = _write_model_assignments(run, item_ids, labels, similarity, category_of_cluster)
         assigned_by_context = _assign_undescribed(run=run)
-        categories_refresh_sizes()
+        categories_refresh_sizes(run=run)
 
     _run_update(
         run,
@@ -242,7 +243,16 @@ def _reconcile_categories(run, centroids, keywords, representatives, item_ids):
             if category.id == existing[matches[cluster]].id:
                 category.centroid = centroids[cluster].astype(np.float32).tobytes()
             if not category.named_by_reviewer:
-                category.name = clustering.name_from_keywords(words)
+                name = clustering.name_from_keywords(words)
+                if name != category.name:
+                    # On the category's history, like a reviewer's rename: a name people know changed.
+                    audit_record(
+                        actor=None,
+                        action=f"renamed by cluster run #{run.id}",
+                        category=category,
+                        details={"name": {"before": category.name, "after": name}},
+                    )
+                category.name = name
                 category.description = describe(words)
             category.save(
                 update_fields=["keywords", "representative_ids", "last_run", "updated_at", "centroid", "name", "description"]
@@ -312,15 +322,23 @@ def items_set_status(*, item_ids: list[int], status: str, now) -> None:
         FeedbackItem.objects.filter(id__in=chunk).exclude(status=status).update(status=status, status_changed_at=now)
 
 
-def categories_refresh_sizes() -> None:
+def categories_refresh_sizes(*, run: ClusterRun | None = None) -> None:
+    """Store each category's item count; a cluster run's changes go on the categories' history."""
     sizes = dict(
         Assignment.objects.exclude(category=None).values_list("category").annotate(n=Count("id")).values_list(
             "category", "n"
         )
     )
-    for category in Category.objects.only("id", "size"):
+    for category in Category.objects.only("id", "size", "created_by_run_id"):
         size = sizes.get(category.id, 0)
         if category.size != size:
+            if run is not None and category.created_by_run_id != run.id:  # a new category's size is no change
+                audit_record(
+                    actor=None,
+                    action=f"resized by cluster run #{run.id}",
+                    category=category,
+                    details={"items": {"before": category.size, "after": size}},
+                )
             category.size = size
             category.save(update_fields=["size"])
 

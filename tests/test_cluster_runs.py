@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
 from labeling import services
-from labeling.models import Assignment, Category, ClusterRun
+from labeling.models import Assignment, AuditEvent, Category, ClusterRun
 from tests.factories import source_make
 
 pytestmark = pytest.mark.django_db
@@ -88,6 +88,26 @@ def test_thumbs_up_signals_are_not_clustered(centers):
     liked = add_items(source, centers, 10, seed=2, themes=[0], rating=1)
     run_clustering()
     assert not Assignment.objects.filter(item_id__in=liked[0]).exists()
+
+
+def test_a_rerun_writes_its_renames_and_size_changes_on_the_categories_history(centers):
+    source, _ = source_make()
+    made = add_items(source, centers, 30, seed=1)
+    first = run_clustering()
+    category = category_of(made[0][0])
+    assert not AuditEvent.objects.filter(category=category).exists()  # new categories: nothing changed yet
+    Category.objects.filter(id=category.id).update(name="A name the last run gave")
+    add_items(source, centers, 10, seed=2, themes=[0])
+
+    second = run_clustering()
+
+    category.refresh_from_db()
+    events = {event.action: event.details for event in AuditEvent.objects.filter(category=category)}
+    assert events[f"renamed by cluster run #{second.id}"] == {
+        "name": {"before": "A name the last run gave", "after": category.name}
+    }
+    assert events[f"resized by cluster run #{second.id}"] == {"items": {"before": 30, "after": 40}}
+    assert second.id != first.id and category.size == 40
 
 
 def test_a_rerun_keeps_ids_reviewer_names_and_statuses(centers):
