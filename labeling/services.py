@@ -246,12 +246,7 @@ def _reconcile_categories(run, centroids, keywords, representatives, item_ids):
                 name = clustering.name_from_keywords(words)
                 if name != category.name:
                     # On the category's history, like a reviewer's rename: a name people know changed.
-                    audit_record(
-                        actor=None,
-                        action=f"renamed by cluster run #{run.id}",
-                        category=category,
-                        details={"name": {"before": category.name, "after": name}},
-                    )
+                    _run_audit(run, category, "renamed", "name", category.name, name)
                 category.name = name
                 category.description = describe(words)
             category.save(
@@ -270,6 +265,15 @@ def _reconcile_categories(run, centroids, keywords, representatives, item_ids):
             created += 1
         category_of_cluster[cluster] = category
     return category_of_cluster, matched, created
+
+
+def _run_audit(run: ClusterRun, category: Category, verb: str, field: str, before, after) -> None:
+    audit_record(
+        actor=None,
+        action=f"{verb} by cluster run #{run.id}",
+        category=category,
+        details={field: {"before": before, "after": after}},
+    )
 
 
 def describe(keywords: list[str]) -> str:
@@ -333,12 +337,7 @@ def categories_refresh_sizes(*, run: ClusterRun | None = None) -> None:
         size = sizes.get(category.id, 0)
         if category.size != size:
             if run is not None and category.created_by_run_id != run.id:  # a new category's size is no change
-                audit_record(
-                    actor=None,
-                    action=f"resized by cluster run #{run.id}",
-                    category=category,
-                    details={"items": {"before": category.size, "after": size}},
-                )
+                _run_audit(run, category, "resized", "items", category.size, size)
             category.size = size
             category.save(update_fields=["size"])
 
