@@ -259,7 +259,7 @@ class VersionDiff:
 
 def _members_with_items(members: QuerySet[DatasetVersionItem], limit: int) -> list[tuple[int, FeedbackItem | None]]:
     ids = list(members.order_by("item_id").values_list("item_id", flat=True)[:limit])
-    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__slug", "source__scrub_patterns")
+    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__slug")
     items = FeedbackItem.objects.select_related("source").only(*shown).in_bulk(ids)
     return [(item_id, items.get(item_id)) for item_id in ids]
 

@@ -15,6 +15,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
+from labeling import clustering
 from labeling.models import Assignment, Category, ClusterRun
 
 PAGE_SIZE = 50
@@ -23,7 +24,6 @@ GROWTH_WINDOW = timedelta(days=7)
 # a category's identity from 0.8 (CATEGORY_MATCH_SIMILARITY); pieces of one failure mode
 # worded differently sit a little below.
 MERGE_SUGGESTION_SIMILARITY = 0.75
-EMBEDDING_BYTES = 384 * 4  # float32 vectors of feedback.embedder.DIMENSIONS
 
 # What the list shows when no status is chosen: the categories a reviewer
 # still works with. Merged and archived ones, and proposals that lost all
@@ -140,7 +140,7 @@ class CategoryItemFilters:
 
 def category_items(*, category: Category, filters: CategoryItemFilters) -> QuerySet[FeedbackItem]:
     items = FeedbackItem.objects.filter(assignment__category=category).select_related(
-        "source", "assignment", "assignment__reviewer"
+        "assignment", "assignment__reviewer"
     )
     if filters.rating == "down":
         items = items.filter(rating=-1)
@@ -195,8 +195,7 @@ def category_version_counts(*, category: Category) -> list[dict]:
 def category_representatives(*, category: Category) -> list[FeedbackItem]:
     """The representative items in the order clustering ranked them; vanished ones are skipped."""
     ids = [i for i in category.representative_ids if isinstance(i, int)]
-    shown = ("id", "kind", "rating", "title", "comment", "model_version", "source__scrub_patterns")
-    found = FeedbackItem.objects.select_related("source").only(*shown).in_bulk(ids)
+    found = FeedbackItem.objects.only("id", "kind", "rating", "title", "comment", "model_version").in_bulk(ids)
     return [found[i] for i in ids if i in found]
 
 
@@ -222,7 +221,7 @@ def merge_suggestions(*, min_similarity: float = MERGE_SUGGESTION_SIMILARITY, li
         for category in Category.objects.filter(
             status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0
         ).only("id", "name", "status", "size", "centroid")
-        if category.centroid and len(category.centroid) == EMBEDDING_BYTES
+        if category.centroid and len(category.centroid) == clustering.DIMENSIONS * 4  # float32
     ]
     if len(categories) < 2:
         return []

@@ -270,12 +270,14 @@ def compare_params_parse(
 # --- Reading the counts ------------------------------------------------------------------
 
 
+def day_start(day: date) -> datetime:
+    """Midnight of `day` in the current time zone: `occurred_at >= it` compares the column
+    as stored (an index can serve it), where `occurred_at__date >= day` converts every row."""
+    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
 def _window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
-    # Bounds on occurred_at itself (not its date) so the (model_version, occurred_at) index serves the query.
-    zone = timezone.get_current_timezone()
-    start = timezone.make_aware(datetime.combine(date_from, time.min), zone)
-    end = timezone.make_aware(datetime.combine(date_to + timedelta(days=1), time.min), zone)
-    return start, end
+    return day_start(date_from), day_start(date_to + timedelta(days=1))
 
 
 def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date) -> list[dict]:

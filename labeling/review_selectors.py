@@ -285,7 +285,7 @@ def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
     if not neighbours:
         return []
     rows = (
-        FeedbackItem.objects.select_related("source", "assignment__category")
+        FeedbackItem.objects.select_related("assignment__category")
         .defer("raw_payload", "context")
         .in_bulk([n.item_id for n in neighbours])
     )
@@ -531,7 +531,7 @@ def agreement_summary() -> Agreement:
     """
     labels = (
         Label.objects.filter(item__double_review__isnull=False)
-        .select_related("reviewer", "category", "item__source", "item__assignment__category")
+        .select_related("reviewer", "category", "item__assignment__category")
         .defer("item__raw_payload", "item__context", "item__embed_text")
         .order_by("item_id", "created_at", "id")
     )

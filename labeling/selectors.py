@@ -1,13 +1,14 @@
 """Reads for the overview and search pages."""
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
+from labeling.compare import day_start
 from labeling.models import Category, ClusterRun, Label
 
 
@@ -24,12 +25,6 @@ def _days(since: date, until: date) -> list[date]:
     return [since + timedelta(days=offset) for offset in range((until - since).days + 1)]
 
 
-def _start_of(day: date) -> datetime:
-    """Midnight of `day` in the current time zone: `occurred_at >= it` compares the column
-    as stored, where `occurred_at__date >= day` converts every row first."""
-    return timezone.make_aware(datetime.combine(day, time.min))
-
-
 def _live_span(counts: list[int]) -> list[int | None]:
     """Counts between the first and the last day with any, None outside: a version
     not yet released (or retired) has no traffic, which a chart must not draw as 0."""
@@ -43,7 +38,7 @@ def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[l
     now = now or timezone.now()
     since = (now - timedelta(days=days - 1)).date()
     rows = (
-        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, occurred_at__gte=_start_of(since))
+        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, occurred_at__gte=day_start(since))
         .annotate(day=TruncDate("occurred_at"))
         .values("day", "model_version", "variant")
         .annotate(total=Count("id"), down=Count("id", filter=Q(rating=-1)))
@@ -98,7 +93,7 @@ def top_categories(*, limit: int = 10, days: int = 14, now: datetime | None = No
     )
     total_failures = FeedbackItem.objects.filter(Q(rating=-1) | Q(kind=FeedbackItem.Kind.REPORT)).count()
     daily = (
-        FeedbackItem.objects.filter(assignment__category__in=categories, occurred_at__gte=_start_of(since))
+        FeedbackItem.objects.filter(assignment__category__in=categories, occurred_at__gte=day_start(since))
         .annotate(day=TruncDate("occurred_at"))
         .values("assignment__category", "day")
         .annotate(n=Count("id"))
