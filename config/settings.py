@@ -287,7 +287,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Declared, not only routed to, so workers, purges and inspection know both.
 CELERY_TASK_QUEUES = (Queue("default"), Queue("embed"))
-CELERY_TASK_ROUTES = {"feedback.tasks.embed_items": {"queue": "embed"}}
+CELERY_TASK_ROUTES = {
+    "feedback.tasks.embed_items": {"queue": "embed"},
+    "feedback.tasks.reembed_items": {"queue": "embed"},
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 

@@ -16,7 +16,7 @@ and deduplicates itself the same way: the lowest item id of a group of
 equal or near-equal texts stays (`duplicate_text_within_eval`,
 `near_duplicate_within_eval`).
 
-The text is the one the similarity index embeds (feedback.services.embeddable_text),
+The text is the one the similarity index embeds (feedback.services.embed_text_for),
 so both rules judge the same words.
 """
 
@@ -32,7 +32,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from exports.records import ExportRecord
 from feedback.models import Embedding
-from feedback.services import embeddable_text
+from feedback.services import embed_text_for
 
 DIMENSIONS = 384
 DEFAULT_SIMILARITY = 0.92
@@ -128,7 +128,7 @@ class TrainGuard:
         self.eval_item_count = 0
         for item in eval_items:
             self.eval_item_count += 1
-            key = text_key(item.embed_text or embeddable_text(item))
+            key = text_key(item.embed_text or embed_text_for(item))
             if key is not None:
                 self.keys.add(key)
             if item.embedding_id is not None:

@@ -13,7 +13,7 @@ from datetime import datetime
 import numpy as np
 
 from feedback.scrubber import scrub, scrub_json
-from feedback.services import embeddable_text
+from feedback.services import embed_text_for
 from labeling.models import Category, Label
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -207,7 +207,7 @@ def record_from_row(row, *, label: Label | None, extra_patterns: Sequence[tuple[
         corrected_response=label.corrected_response if label else "",
         split=label.split if label else None,
         # What the item says, as the similarity index sees it.
-        text=row.embed_text or embeddable_text(row),
+        text=row.embed_text or embed_text_for(row),
         embedding_id=row.embedding_id,
         vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
         in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),

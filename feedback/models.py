@@ -4,6 +4,7 @@ from django.db import models
 from django.utils import timezone
 
 from feedback.encryption import EncryptedSecretField
+from feedback.text import EMBED_RECIPE
 
 
 class Source(models.Model):
@@ -154,6 +155,9 @@ class FeedbackItem(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     embed_text = models.TextField(blank=True, default="")
     content_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    # Which version of feedback.text's recipe made embed_text (rows from
+    # before versioning have 1).
+    embed_recipe = models.PositiveSmallIntegerField(default=EMBED_RECIPE)
     embedding = models.ForeignKey(Embedding, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
 
     class Meta:

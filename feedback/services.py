@@ -22,6 +22,7 @@ from feedback.models import ApiToken, Embedding, FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn, first_error, unstorable_error
 from feedback.scrubber import scrub
 from feedback.signatures import secret_generate, secret_key
+from feedback.text import EMBED_RECIPE, embed_text
 
 logger = logging.getLogger(__name__)
 
@@ -298,54 +299,98 @@ def items_sweep_unprocessed(*, now: datetime | None = None) -> int:
     )
     if item_ids:
         items_enqueue(item_ids=item_ids)
+    if _stale_recipe_items().exists():
+        from feedback.tasks import reembed_items  # tasks import services
+
+        try:
+            reembed_items.apply_async(retry=False)
+        except Exception:  # the next sweep tries again
+            logger.warning("broker unavailable; re-embedding waits for the next sweep", exc_info=True)
     return len(item_ids)
 
 
-def embeddable_text(item: FeedbackItem) -> str:
-    """What represents an item for clustering: its words, then a short summary of the rated context.
-
-    The comment or report says what went wrong; when there is none (a bare
-    thumbs-down) the last user request and the start of the model's answer
-    are the best description of what was rated.
-    """
-    parts = [item.title, item.comment, item.expected and f"Expected: {item.expected}"]
-    context = item.context or {}
-    if not item.comment:
-        user_turns = [m.get("content", "") for m in context.get("messages", []) if m.get("role") == "user"]
-        if user_turns:
-            parts.append(f"Request: {user_turns[-1][:300]}")
-        if context.get("output"):
-            parts.append(f"Answer: {str(context['output'])[:200]}")
-    return "\n".join(" ".join(part.split()) for part in parts if part).strip()
+def _stale_recipe_items():
+    """Processed items whose text was made by an older recipe than `EMBED_RECIPE`."""
+    return FeedbackItem.objects.filter(
+        status__in=[FeedbackItem.Status.EMBEDDED, FeedbackItem.Status.ASSIGNED]
+    ).exclude(embed_recipe=EMBED_RECIPE)
 
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def embed_text_for(item, *, extra_patterns=None) -> str:
+    """`feedback.text.embed_text` with every source's custom scrub patterns (read afresh unless given)."""
+    extra = custom_patterns.all_sources() if extra_patterns is None else extra_patterns
+    return embed_text(item, extra_patterns=extra)
+
+
 def items_embed(*, item_ids: list[int]) -> list[int]:
-    """Derive each item's text, embed the texts not embedded yet, store the links.
+    """Derive each waiting item's text, embed the texts not embedded yet, store the links.
 
     Steps: re-read the items still waiting (others were done by an earlier
     delivery of this task, or vanished); derive text and hash; embed each
     distinct new text once; link items to their vectors; mark them embedded.
     Returns the ids of the items that now have a vector, for assignment.
     """
+    waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
+    items = _embed(list(waiting.only("id", "title", "comment", "expected", "context")))
+    if not items:
+        return []
+    now = timezone.now()
+    for item in items:
+        # An item with no words at all is still a signal: it is kept, marked
+        # embedded without a vector, and never clustered.
+        item.status = FeedbackItem.Status.EMBEDDED
+        item.status_changed_at = now
+        item.last_error = ""
+    with transaction.atomic():
+        # Only rows still waiting are written, so a duplicate delivery that
+        # lost the race changes nothing.
+        still_waiting = set(
+            FeedbackItem.objects.select_for_update()
+            .filter(id__in=[item.id for item in items], status=FeedbackItem.Status.RECEIVED)
+            .values_list("id", flat=True)
+        )
+        to_save = [item for item in items if item.id in still_waiting]
+        FeedbackItem.objects.bulk_update(
+            to_save,
+            ["embed_text", "content_hash", "embed_recipe", "embedding", "status", "status_changed_at", "last_error"],
+            batch_size=500,
+        )
+    return [item.id for item in to_save if item.embedding_id]
+
+
+def items_reembed(*, limit: int = 5000) -> int:
+    """Embed again, under the current recipe, up to `limit` processed items embedded under an older one.
+
+    Their status and category stay; the next cluster run reads the new
+    vectors (a run only reads vectors of the current recipe). Returns how
+    many were re-embedded; 0 when none are left.
+    """
+    stale = (
+        _stale_recipe_items()
+        .order_by("id")
+        .only("id", "title", "comment", "expected", "context")[:limit]
+    )
+    items = _embed(list(stale))
+    FeedbackItem.objects.bulk_update(items, ["embed_text", "content_hash", "embed_recipe", "embedding"], batch_size=500)
+    return len(items)
+
+
+def _embed(items: list[FeedbackItem]) -> list[FeedbackItem]:
+    """Set each item's text, hash, recipe and shared vector (not saved); equal texts share one vector."""
     from feedback import embedder  # heavy (numpy, onnxruntime): only workers load it
 
-    items = list(
-        FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).only(
-            "id", "title", "comment", "expected", "context"
-        )
-    )
     if not items:
         return []
     model_name = embedder.model_label()
     extra = custom_patterns.all_sources()
     for item in items:
-        # Secrets and personal data never reach a vector or anything derived from it.
-        item.embed_text = scrub(embeddable_text(item), extra_patterns=extra).text
+        item.embed_text = embed_text_for(item, extra_patterns=extra)
         item.content_hash = content_hash(item.embed_text) if item.embed_text else ""
+        item.embed_recipe = EMBED_RECIPE
 
     hashes = {item.content_hash: item.embed_text for item in items if item.content_hash}
     known = set(
@@ -361,29 +406,9 @@ def items_embed(*, item_ids: list[int]) -> list[int]:
     embedding_ids = dict(
         Embedding.objects.filter(content_hash__in=hashes, model_name=model_name).values_list("content_hash", "id")
     )
-    now = timezone.now()
     for item in items:
-        # An item with no words at all is still a signal: it is kept, marked
-        # embedded without a vector, and never clustered.
         item.embedding_id = embedding_ids.get(item.content_hash)
-        item.status = FeedbackItem.Status.EMBEDDED
-        item.status_changed_at = now
-        item.last_error = ""
-    with transaction.atomic():
-        # Only rows still waiting are written, so a duplicate delivery that
-        # lost the race changes nothing.
-        still_waiting = set(
-            FeedbackItem.objects.select_for_update()
-            .filter(id__in=[item.id for item in items], status=FeedbackItem.Status.RECEIVED)
-            .values_list("id", flat=True)
-        )
-        to_save = [item for item in items if item.id in still_waiting]
-        FeedbackItem.objects.bulk_update(
-            to_save,
-            ["embed_text", "content_hash", "embedding", "status", "status_changed_at", "last_error"],
-            batch_size=500,
-        )
-    return [item.id for item in to_save if item.embedding_id]
+    return items
 
 
 def items_record_failure(*, item_ids: list[int], error: str) -> None:

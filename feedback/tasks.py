@@ -42,3 +42,9 @@ def embed_items(self, item_ids: list[int]) -> int:
 def sweep_unprocessed() -> int:
     """Queue every item left waiting past the grace period (broker outages, lost tasks)."""
     return services.items_sweep_unprocessed()
+
+
+@shared_task
+def reembed_items() -> int:
+    """Re-embed one batch of items embedded under an older text recipe (queue ``embed``)."""
+    return services.items_reembed(limit=2000)

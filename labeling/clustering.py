@@ -96,11 +96,25 @@ class ClusterParams:
     merge_min_items: int = 2000
     # Spherical k-means passes after merging.
     refine_iterations: int = 2
+    # Then each item takes the category most of its nearest neighbours have
+    # (weighted by cosine), this many rounds over this many neighbours: k-means
+    # boundaries are straight, the neighbourhood follows the data. On
+    # banking77 test it added 1.9 NMI and 2.8 ARI points, and 1-6 ARI points
+    # on every other corpus tried; more neighbours merge broad corpora's
+    # pieces further but join distinct narrow intents.
+    smooth_neighbours: int = 10
+    smooth_rounds: int = 3
     # Clusters smaller than this are dissolved; their items go to the nearest
     # remaining cluster if they are similar enough, else stay unassigned.
     min_cluster_size: int = 5
-    # Items less cosine-similar than this to their centroid are unassigned.
+    # Items less cosine-similar than this to their centroid are unassigned...
     min_similarity: float = 0.5
+    # ...but never more than this share of all items: on long or noisy texts
+    # every cosine is lower, and an absolute floor alone left 40% unsorted.
+    max_unassigned_share: float = 0.05
+    # Areas: a coarser cut of the categories, between these counts.
+    min_areas: int = 3
+    max_areas: int = 25
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,8 @@ class ClusterResult:
     centroids: np.ndarray  # (k, d) float32, L2-normalised mean of each cluster's items
     sizes: np.ndarray  # (k,) int64, items per cluster
     similarity: np.ndarray  # (n,) float32, cosine to own centroid (to the nearest one if unassigned)
+    # (k,) int64: the area index of each cluster; areas group clusters.
+    area_of_cluster: np.ndarray | None = None
 
     @property
     def n_clusters(self) -> int:
@@ -117,6 +133,22 @@ class ClusterResult:
     @property
     def n_unassigned(self) -> int:
         return int((self.labels < 0).sum())
+
+    @property
+    def n_areas(self) -> int:
+        return 0 if self.area_of_cluster is None or not len(self.area_of_cluster) else int(self.area_of_cluster.max()) + 1
+
+    def item_areas(self, vectors: np.ndarray) -> np.ndarray:
+        """Area index per item: its cluster's, or for an unassigned item the nearest area's."""
+        areas = np.full(len(self.labels), -1, dtype=np.int64)
+        if not self.n_areas:
+            return areas
+        assigned = self.labels >= 0
+        areas[assigned] = self.area_of_cluster[self.labels[assigned]]
+        if (~assigned).any():
+            area_centroids = _unit_rows(_sums(self.centroids * self.sizes[:, None], self.area_of_cluster, self.n_areas))
+            areas[~assigned] = _nearest(_unit_rows(vectors[~assigned]), area_centroids)[0]
+        return areas
 
 
 def cluster_vectors(
@@ -143,19 +175,56 @@ def cluster_vectors(
         return _result(x, np.zeros(0, dtype=np.int64), 0)
 
     micro, means, sizes = _micro_clusters(x, params, random_state)
+    report(0.6)
+    merges = _ward_tree(means, sizes)
     report(0.7)
-    group_of_micro = _ward_groups(means, sizes, threshold=_ward_threshold(n, params))
-    labels = group_of_micro[micro]
-    report(0.85)
+    k = len(sizes) - int(np.searchsorted(merges.cost, _ward_threshold(n, params) ** 2, side="right"))
+    labels = merges.cut(k)[micro]
+    report(0.8)
 
     for _ in range(params.refine_iterations):
         labels = _nearest(x, _centroids(x, labels))[0]
         labels = _compact(labels)
+    labels = _smooth_by_neighbours(x, labels, params, random_state)
     labels = _drop_small_clusters(x, labels, params)
     labels = _compact(labels)
-    result = _result(x, labels, int(labels.max()) + 1 if (labels >= 0).any() else 0)
+    k = int(labels.max()) + 1 if (labels >= 0).any() else 0
+    result = _result(x, labels, k)
+    report(0.9)
+    if k:
+        result = ClusterResult(
+            labels=result.labels,
+            centroids=result.centroids,
+            sizes=result.sizes,
+            similarity=result.similarity,
+            area_of_cluster=group_into_areas(x, result, params=params),
+        )
     report(1.0)
     return result
+
+
+def group_into_areas(vectors: np.ndarray, result: ClusterResult, *, params: ClusterParams | None = None) -> np.ndarray:
+    """Area index per cluster: a size-weighted Ward tree over the clusters, cut at sqrt(k) groups.
+
+    The number of areas follows from the categories found, not from being
+    told: two-level taxonomies tend to have about sqrt(k) groups over k
+    leaves (10 domains over 150 intents, 7 areas over 33 agent errors). The
+    largest relative jump in the tree's merge costs was tried and chose too
+    few areas on banking77 (4 for its 10 domains).
+    """
+    params = params or ClusterParams()
+    k = result.n_clusters
+    if k <= params.min_areas:
+        return np.arange(k, dtype=np.int64)
+    x = _unit_rows(vectors)
+    means = _sums(x, result.labels, k) / np.maximum(result.sizes, 1)[:, None]
+    from sklearn.cluster import KMeans
+
+    n_areas = int(np.clip(round(math.sqrt(k)), params.min_areas, min(params.max_areas, k)))
+    # k-means over the clusters' means, weighted by their sizes: k-means on
+    # the items, with each category kept whole.
+    model = KMeans(n_areas, n_init=10, random_state=0).fit(means, sample_weight=result.sizes)
+    return _compact(model.labels_)
 
 
 def match_clusters(
@@ -310,26 +379,49 @@ def _ward_threshold(n: int, params: ClusterParams) -> float:
     return params.merge_threshold * math.sqrt(max(n, params.merge_min_items))
 
 
-def _ward_groups(means: np.ndarray, sizes: np.ndarray, *, threshold: float) -> np.ndarray:
-    """Group index per micro-cluster after size-weighted Ward merging up to `threshold`.
+@dataclass(frozen=True)
+class _Merges:
+    """A Ward tree: the merges of m groups, cheapest first (a, b: the groups merged)."""
+
+    m: int
+    cost: np.ndarray  # squared Ward distance of each merge, ascending
+    a: np.ndarray
+    b: np.ndarray
+
+    def cut(self, k: int) -> np.ndarray:
+        """Group index 0..k-1 per leaf after the m - k cheapest merges."""
+        parent = np.arange(self.m)
+
+        def root(node: int) -> int:
+            while parent[node] != node:
+                parent[node] = parent[parent[node]]
+                node = parent[node]
+            return node
+
+        for a, b in zip(self.a[: self.m - k].tolist(), self.b[: self.m - k].tolist()):
+            parent[root(b)] = root(a)
+        return _compact(np.array([root(node) for node in range(self.m)]))
+
+
+def _ward_tree(means: np.ndarray, sizes: np.ndarray) -> _Merges:
+    """All merges of size-weighted Ward agglomeration over the groups.
 
     Nearest-neighbour-chain algorithm: follow nearest neighbours until two
     groups are each other's nearest, merge them, go on. Ward is "reducible"
     (a merged group is never closer to a third group than the nearer of its
-    parts was), so reciprocal nearest neighbours can be merged at once, and a
-    group whose nearest neighbour is beyond the threshold is final: nothing
-    can come closer later. That makes the whole merge O(m^2) distance
-    evaluations, one row at a time, without an m x m matrix.
+    parts was), so reciprocal nearest neighbours can be merged at once, and
+    sorting the merges by cost gives the same tree as merging cheapest
+    first. O(m^2) distance evaluations, one row at a time, no m x m matrix.
     """
     m = len(sizes)
     mean = means.astype(np.float64).copy()
     size = sizes.astype(np.float64).copy()
     sq_norm = np.einsum("ij,ij->i", mean, mean)
-    open_ = np.ones(m, dtype=bool)  # still able to merge
-    parent = np.arange(m)  # micro-cluster -> the slot its group lives in
-    limit = threshold**2
+    open_ = np.ones(m, dtype=bool)
+    costs, lefts, rights = [], [], []
     chain: list[int] = []
-    while open_.sum() > 1:
+    remaining = m
+    while remaining > 1:
         if not chain:
             chain.append(int(np.argmax(open_)))
         a = chain[-1]
@@ -339,21 +431,70 @@ def _ward_groups(means: np.ndarray, sizes: np.ndarray, *, threshold: float) -> n
         cost[~open_] = np.inf
         cost[a] = np.inf
         b = int(np.argmin(cost))
-        if cost[b] > limit:
-            open_[a] = False  # a's group is final
-            chain.clear()  # the chain was built on a; start afresh
-            continue
         if len(chain) > 1 and cost[chain[-2]] <= cost[b]:
             b = chain[-2]  # reciprocal nearest neighbours (ties favour the chain)
             del chain[-2:]
+            costs.append(float(cost[b]))
+            lefts.append(a)
+            rights.append(b)
             mean[a] = (size[a] * mean[a] + size[b] * mean[b]) / (size[a] + size[b])
             sq_norm[a] = mean[a] @ mean[a]
             size[a] += size[b]
             open_[b] = False
-            parent[parent == b] = a
+            remaining -= 1
         else:
             chain.append(b)
-    return _compact(parent)
+    order = np.argsort(np.array(costs), kind="stable")
+    return _Merges(
+        m=m,
+        cost=np.array(costs, dtype=np.float64)[order],
+        a=np.array(lefts, dtype=np.int64)[order],
+        b=np.array(rights, dtype=np.int64)[order],
+    )
+
+
+# Neighbours are found among at most this many reference items: exact up to
+# this size, a random reference sample above it (100,000 x 20,000 cosines
+# take a few seconds).
+_SMOOTH_REFERENCE_ITEMS = 20_000
+
+
+def _smooth_by_neighbours(x: np.ndarray, labels: np.ndarray, params: ClusterParams, random_state: int) -> np.ndarray:
+    """Relabel each item by a cosine-weighted vote of its nearest neighbours, for a few rounds."""
+    k = params.smooth_neighbours
+    n = len(x)
+    if k <= 0 or params.smooth_rounds <= 0 or n <= k + 1:
+        return labels
+    reference = np.arange(n)
+    if n > _SMOOTH_REFERENCE_ITEMS:
+        reference = np.sort(np.random.default_rng(random_state).choice(n, _SMOOTH_REFERENCE_ITEMS, replace=False))
+    neighbours, weights = _neighbours(x, x[reference], k, exclude_self=n <= _SMOOTH_REFERENCE_ITEMS)
+    neighbours = reference[neighbours]
+    rows = np.repeat(np.arange(n), k)
+    from scipy.sparse import csr_matrix
+
+    for _ in range(params.smooth_rounds):
+        n_labels = int(labels.max()) + 1
+        votes = csr_matrix((weights.ravel(), (rows, labels[neighbours].ravel())), shape=(n, n_labels))
+        new = np.asarray(votes.argmax(axis=1)).ravel()
+        if np.array_equal(new, labels):
+            break
+        labels = _compact(new)
+    return labels
+
+
+def _neighbours(x: np.ndarray, reference: np.ndarray, k: int, *, exclude_self: bool, chunk: int = 2048):
+    """Indices into `reference` of each row's k most cosine-similar rows, and those cosines (floored at 0)."""
+    index = np.empty((len(x), k), dtype=np.int64)
+    weight = np.empty((len(x), k), dtype=np.float32)
+    for start in range(0, len(x), chunk):
+        s = x[start : start + chunk] @ reference.T
+        if exclude_self:
+            s[np.arange(len(s)), np.arange(start, start + len(s))] = -np.inf
+        top = np.argpartition(-s, k, axis=1)[:, :k]
+        index[start : start + chunk] = top
+        weight[start : start + chunk] = np.maximum(np.take_along_axis(s, top, axis=1), 0)
+    return index, weight
 
 
 def _drop_small_clusters(x: np.ndarray, labels: np.ndarray, params: ClusterParams) -> np.ndarray:
@@ -370,7 +511,10 @@ def _drop_small_clusters(x: np.ndarray, labels: np.ndarray, params: ClusterParam
     index, similarity = _nearest(x, centroids)
     labels = np.where(np.isin(labels, keep), labels, keep[index])
     own = np.einsum("ij,ij->i", x, _centroids(x, labels)[labels])
-    labels[own < params.min_similarity] = -1
+    # The floor is min_similarity, lowered where it would unassign more than
+    # max_unassigned_share of the items (long texts have lower cosines).
+    floor = min(params.min_similarity, float(np.quantile(own, params.max_unassigned_share)))
+    labels[own < floor] = -1
     return labels
 
 
@@ -461,3 +605,79 @@ def _singular(word: str) -> str:
 
 def _capitalise(term: str) -> str:
     return re.sub(r"^\w", lambda match: match.group(0).upper(), term)
+
+
+# --- Names ----------------------------------------------------------------------------
+
+# Words the text recipe puts where a file, identifier, hash, link or number was:
+# they say nothing about the failure, so no name is made of them.
+_MASK_WORDS = frozenset({"name", "hash", "link", "n", "secret", "custom", "email", "phone", "ip", "path_home"})
+_WORD = re.compile(r"[a-z][a-z']*[a-z]|[a-z]")
+
+
+def name_clusters(texts: list[str], labels: np.ndarray, *, max_words: int = 5) -> dict[int, str]:
+    """A short phrase per cluster, taken from how its own texts say it ("claimed the tests pass").
+
+    Every phrase of 1 to `max_words` words that some text of the cluster
+    contains (not starting or ending with a stop word, no masked word) is
+    scored by the share of the cluster's texts that contain it, times how
+    much likelier it is there than in the other clusters' texts (a log
+    ratio, so a phrase common everywhere scores nothing), with a small bonus
+    per word so that "edited the wrong file" beats "file". Clusters are named
+    largest first and never take a phrase a sibling already has.
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    labels = np.asarray(labels)
+    clusters = [int(c) for c in np.unique(labels) if c >= 0]
+    if not clusters:
+        return {}
+    phrases_of = [_phrases(text, max_words, ENGLISH_STOP_WORDS) for text in texts]
+    total: dict[str, int] = {}
+    for phrases in phrases_of:
+        for phrase in phrases:
+            total[phrase] = total.get(phrase, 0) + 1
+    n = len(texts)
+    sizes = {c: int((labels == c).sum()) for c in clusters}
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    for cluster in sorted(clusters, key=lambda c: (-sizes[c], c)):
+        inside: dict[str, int] = {}
+        for i in np.flatnonzero(labels == cluster):
+            for phrase in phrases_of[i]:
+                inside[phrase] = inside.get(phrase, 0) + 1
+        size, rest = sizes[cluster], max(n - sizes[cluster], 1)
+        scored = []
+        for phrase, count in inside.items():
+            share = count / size
+            if count < 2 and size > 2:
+                continue
+            outside = (total[phrase] - count) / rest
+            lift = math.log((share + 0.01) / (outside + 0.01))
+            if lift <= 0:
+                continue
+            words = phrase.count(" ") + 1
+            scored.append((share * lift * (1 + 0.7 * (words - 1)), -words, phrase))
+        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+        name = next((phrase for _, _, phrase in scored if phrase not in taken), "")
+        taken.add(name)
+        names[cluster] = _capitalise(name) if name else f"Unnamed group {cluster + 1}"
+    return names
+
+
+def _phrases(text: str, max_words: int, stop_words) -> set[str]:
+    """The candidate phrases of one text: runs of words with no masked word, not edged by stop words."""
+    out: set[str] = set()
+    for line in re.split(r"[\n.;:!?()\[\]\"]+", text.lower()):
+        words = _WORD.findall(line)
+        for start in range(len(words)):
+            if words[start] in stop_words or words[start] in _MASK_WORDS:
+                continue
+            for end in range(start + 1, min(start + max_words, len(words)) + 1):
+                word = words[end - 1]
+                if word in _MASK_WORDS:
+                    break
+                if word in stop_words or len(word) < 2:
+                    continue
+                out.add(" ".join(words[start:end]))
+    return out

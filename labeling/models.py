@@ -43,6 +43,32 @@ class ClusterRun(models.Model):
         return f"Run {self.id} ({self.status})"
 
 
+class Area(models.Model):
+    """A group of failure categories ("tests and verification"). Reviewers rename and merge areas."""
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        CONFIRMED = "confirmed", "Confirmed"
+        MERGED = "merged", "Merged"
+
+    name = models.CharField(max_length=200)
+    keywords = models.JSONField(default=list)
+    # float32, L2-normalised, raw bytes: the size-weighted mean of its categories.
+    centroid = models.BinaryField(null=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from")
+    named_by_reviewer = models.BooleanField(default=False)
+    created_by_run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Category(models.Model):
     """A failure category. Reviewer decisions are never undone by a re-run."""
 
@@ -64,6 +90,12 @@ class Category(models.Model):
     merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from")
     # Set when a person named or described it: a re-run then keeps the text.
     named_by_reviewer = models.BooleanField(default=False)
+    area = models.ForeignKey(Area, null=True, blank=True, on_delete=models.SET_NULL, related_name="categories")
+    # Set when a person moved it to its area: a re-run then keeps it there.
+    area_by_reviewer = models.BooleanField(default=False)
+    # The cosine its loosest members have to the centroid (5th percentile at
+    # the last run): a new signal below min(this, the global threshold) waits unsorted.
+    fit_similarity = models.FloatField(null=True, blank=True)
     created_by_run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     last_run = models.ForeignKey(ClusterRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
@@ -85,7 +117,9 @@ class Assignment(models.Model):
         REVIEWER = "reviewer", "Reviewer"
 
     item = models.OneToOneField(FeedbackItem, on_delete=models.CASCADE, related_name="assignment")
+    # No category but an area: the item is in that area's "unsorted" bucket.
     category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="assignments")
+    area = models.ForeignKey(Area, null=True, blank=True, on_delete=models.SET_NULL, related_name="assignments")
     confidence = models.FloatField(null=True, blank=True, help_text="Cosine similarity to the category centroid.")
     assigned_by = models.CharField(max_length=10, choices=By.choices, default=By.MODEL)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -93,7 +127,10 @@ class Assignment(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["category", "assigned_by"], name="assignment_category_by")]
+        indexes = [
+            models.Index(fields=["category", "assigned_by"], name="assignment_category_by"),
+            models.Index(fields=["area", "category"], name="assignment_area_category"),
+        ]
 
 
 class Label(models.Model):
@@ -152,6 +189,7 @@ class AuditEvent(models.Model):
     item = models.ForeignKey(FeedbackItem, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
     # History outlives what it describes: deleting a category keeps its events.
     category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
+    area = models.ForeignKey(Area, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

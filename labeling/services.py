@@ -12,9 +12,10 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
+from feedback.text import EMBED_RECIPE
 from labeling import clustering
 from labeling.audit import audit_record
-from labeling.models import Assignment, Category, ClusterRun
+from labeling.models import Area, Assignment, Category, ClusterRun
 
 logger = logging.getLogger(__name__)
 
@@ -33,14 +34,14 @@ def failure_signals():
     return FeedbackItem.objects.filter(Q(kind=FeedbackItem.Kind.REPORT) | Q(rating=-1))
 
 
-def described_failures():
-    """Failure signals that say in words what went wrong: what clustering learns from.
+def clusterable_failures():
+    """Failure signals with a vector made by the current text recipe: what a run clusters.
 
-    A bare thumbs-down is embedded by the request it rated, which tells the
-    topic of the task rather than the failure; such items are sorted into a
-    category on arrival only when they are close enough to one.
+    A bare thumbs-down is included: its text is the evidence of its run (a
+    tool error, the end of the output, the request). Vectors of an older
+    recipe wait for re-embedding, so one run never mixes two recipes.
     """
-    return failure_signals().exclude(kind=FeedbackItem.Kind.RATING, comment="")
+    return failure_signals().filter(embedding__isnull=False, embed_recipe=EMBED_RECIPE)
 
 
 def vectors_for(embedding_ids: list[int]) -> np.ndarray:
@@ -140,16 +141,21 @@ def cluster_run_execute(*, run_id: int) -> ClusterRun | None:
     return run
 
 
+# An item stays in the category it had when that category's centroid is at
+# most this much less similar than the one the new run puts it in: runs over
+# slightly different data then keep what people have already seen.
+STICKY_MARGIN = 0.05
+REPRESENTATIVES = 5
+# A new cluster continues an existing category (or area) when at least this
+# share of its items were in it, and this share of those items came along.
+OVERLAP_SHARE = 0.3
+
+
 def _cluster_run_body(run: ClusterRun) -> None:
     _run_update(run, stage="loading vectors", progress=0.02)
-    rows = list(
-        described_failures()
-        .filter(embedding__isnull=False)
-        .order_by("id")
-        .values_list("id", "embedding_id", "embed_text")
-    )
+    rows = list(clusterable_failures().order_by("id").values_list("id", "embedding_id", "embed_text"))
     item_ids = [row[0] for row in rows]
-    vectors = vectors_for([row[1] for row in rows])
+    vectors = clustering._unit_rows(vectors_for([row[1] for row in rows]))
     texts = [row[2] for row in rows]
 
     def progress(share: float) -> None:
@@ -158,26 +164,32 @@ def _cluster_run_body(run: ClusterRun) -> None:
     params = clustering.ClusterParams(**run.params) if run.params else clustering.ClusterParams()
     if len(rows) >= params.min_items:
         result = clustering.cluster_vectors(vectors, params=params, progress=progress)
-        labels, centroids, similarity = result.labels, result.centroids, result.similarity
     else:
-        labels = np.full(len(rows), -1)
-        centroids = np.zeros((0, clustering.DIMENSIONS), dtype=np.float32)
-        similarity = np.zeros(len(rows), dtype=np.float32)
+        result = clustering.ClusterResult(
+            labels=np.full(len(rows), -1, dtype=np.int64),
+            centroids=np.zeros((0, clustering.DIMENSIONS), dtype=np.float32),
+            sizes=np.zeros(0, dtype=np.int64),
+            similarity=np.zeros(len(rows), dtype=np.float32),
+        )
 
     _run_update(run, stage="naming categories", progress=0.7)
-    keywords = clustering.describe_clusters(texts, labels) if len(centroids) else {}
-    representatives = clustering.representatives(vectors, labels, centroids) if len(centroids) else {}
+    previous = dict(
+        Assignment.objects.filter(item_id__in=item_ids).values_list("item_id", "category_id")
+    ) if item_ids else {}
+    previous_area = dict(
+        Assignment.objects.filter(item_id__in=item_ids).values_list("item_id", "area_id")
+    ) if item_ids else {}
 
     _run_update(run, stage="matching categories", progress=0.8)
     with transaction.atomic():
-        category_of_cluster, matched, created = _reconcile_categories(
-            run, centroids, keywords, representatives, item_ids
-        )
+        plan = _reconcile_categories(run, result, vectors, texts, item_ids, previous)
+        _run_update(run, stage="grouping areas", progress=0.85)
+        area_of_item = _reconcile_areas(run, result, vectors, texts, item_ids, plan, previous_area)
         _run_update(run, stage="assigning items", progress=0.9)
-        assigned = _write_model_assignments(run, item_ids, labels, similarity, category_of_cluster)
-        assigned_by_context = _assign_undescribed(run=run)
+        assigned = _write_model_assignments(run, item_ids, plan, area_of_item)
         categories_refresh_sizes(run=run)
 
+    labels = plan.labels
     _run_update(
         run,
         status=ClusterRun.Status.DONE,
@@ -187,18 +199,29 @@ def _cluster_run_body(run: ClusterRun) -> None:
         finished_at=timezone.now(),
         counts={
             "items": len(rows),
-            "clusters": int(len(centroids)),
-            "matched": matched,
-            "new": created,
+            "clusters": int(result.n_clusters),
+            "areas": int(result.n_areas),
+            "matched": plan.matched,
+            "new": plan.created,
             "assigned": assigned,
             "unassigned": len(rows) - assigned,
-            "assigned_by_context": assigned_by_context,
+            "kept_by_stickiness": plan.kept,
         },
         quality={
-            "mean_similarity": round(float(similarity[labels >= 0].mean()), 4) if (labels >= 0).any() else None,
+            "mean_similarity": round(float(plan.similarity[labels >= 0].mean()), 4) if (labels >= 0).any() else None,
             "unassigned_share": round(float((labels < 0).mean()), 4) if len(labels) else None,
         },
     )
+
+
+class _Plan:
+    """What a run decided per item: its category (or none) and how similar it is to it."""
+
+    def __init__(self, categories: list[Category | None], labels, similarity, matched: int, created: int, kept: int):
+        self.categories = categories  # per item: the Category, or None for unsorted
+        self.labels = labels  # per item: cluster index, -1 unsorted
+        self.similarity = similarity
+        self.matched, self.created, self.kept = matched, created, kept
 
 
 def _final_category(category: Category) -> Category:
@@ -210,61 +233,272 @@ def _final_category(category: Category) -> Category:
     return category
 
 
-def _reconcile_categories(run, centroids, keywords, representatives, item_ids):
-    """Map each new cluster to a category: an existing one it matches, or a new proposed one."""
+def _overlap_matches(cluster_of_item: np.ndarray, previous_of_item: list[int | None], n_clusters: int) -> dict[int, int]:
+    """One-to-one map of new cluster -> existing id, by the items they share.
+
+    Hungarian matching on the shared item counts; a pair counts when the
+    shared items are at least OVERLAP_SHARE of the cluster and of the
+    existing group's items in this run.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    known = sorted({p for p in previous_of_item if p is not None})
+    if not known or not n_clusters:
+        return {}
+    column = {pid: j for j, pid in enumerate(known)}
+    shared = np.zeros((n_clusters, len(known)))
+    for cluster, pid in zip(cluster_of_item.tolist(), previous_of_item):
+        if cluster >= 0 and pid is not None:
+            shared[cluster, column[pid]] += 1
+    cluster_size = np.bincount(cluster_of_item[cluster_of_item >= 0], minlength=n_clusters)[:, None]
+    group_size = np.bincount([column[p] for p in previous_of_item if p is not None], minlength=len(known))[None, :]
+    allowed = (shared >= OVERLAP_SHARE * np.maximum(cluster_size, 1)) & (shared >= OVERLAP_SHARE * np.maximum(group_size, 1))
+    rows, cols = linear_sum_assignment(np.where(allowed, shared, 0.0), maximize=True)
+    return {int(r): known[int(c)] for r, c in zip(rows, cols) if allowed[r, c]}
+
+
+def _reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _Plan:
+    """Map each new cluster to a category, keep items where they were when that is nearly as good.
+
+    Steps: match clusters to existing categories by shared items, then by
+    centroid for what is left; create proposed categories for the rest;
+    let items keep an open category they were in (STICKY_MARGIN); name new
+    categories and refresh the matched ones (a machine name changes only
+    when most of a proposed, unreviewed category's items changed).
+    """
     # Locked: a reviewer's rename, merge or archive waits for the run, and the
     # run sees the reviewer's latest decision, never overwriting it.
-    existing = list(
-        Category.objects.select_for_update(of=("self",)).select_related("merged_into").exclude(centroid=None)
-    )
-    existing_centroids = (
-        np.vstack([centroid_of(c) for c in existing]) if existing else np.zeros((0, clustering.DIMENSIONS))
-    )
-    matches = clustering.match_clusters(
-        centroids, existing_centroids, min_similarity=settings.CATEGORY_MATCH_SIMILARITY
-    )
+    existing = {
+        c.id: c
+        for c in Category.objects.select_for_update(of=("self",)).select_related("merged_into").exclude(centroid=None)
+    }
+    final = {cid: _final_category(c) for cid, c in existing.items()}
+    previous_final = [
+        final[previous[i]].id if previous.get(i) in final else None for i in item_ids
+    ]
+    labels = result.labels.copy()
+    # First the merged categories: a cluster like one a reviewer merged away
+    # goes to the category it was merged into (their centroids stay for this).
+    merged = [c for c in existing.values() if c.status == Category.Status.MERGED]
+    matches = _centroid_matches(result.centroids, range(result.n_clusters), merged)
+    rest = [c for c in range(result.n_clusters) if c not in matches]
+    still_open = np.where(np.isin(labels, list(matches)), -1, labels)
+    matches.update(_overlap_matches(still_open, previous_final, result.n_clusters))
+    taken = {final[c].id for c in matches.values()}
+    rest = [c for c in range(result.n_clusters) if c not in matches]
+    unmatched = [c for c in existing.values() if c.status != Category.Status.MERGED and c.id not in taken]
+    matches.update(_centroid_matches(result.centroids, rest, unmatched))
+
+    names = clustering.name_clusters(texts, labels) if result.n_clusters else {}
+    keywords = clustering.describe_clusters(texts, labels) if result.n_clusters else {}
     now = timezone.now()
     category_of_cluster: dict[int, Category | None] = {}
     matched = created = 0
-    for cluster in range(len(centroids)):
+    taken_names = {c.name for c in final.values() if c.status in OPEN_STATUSES}
+    for cluster in range(result.n_clusters):
         words = keywords.get(cluster, [])
-        reps = [item_ids[i] for i in representatives.get(cluster, [])]
         if cluster in matches:
-            category = _final_category(existing[matches[cluster]])
+            category = final[matches[cluster]]
             matched += 1
             if category.status == Category.Status.ARCHIVED:
-                # A reviewer archived this failure: its items stay unassigned.
+                # A reviewer archived this failure: its items stay unsorted.
                 category_of_cluster[cluster] = None
                 continue
             category.keywords = words
-            category.representative_ids = reps
             category.last_run = run
             category.updated_at = now
-            if category.id == existing[matches[cluster]].id:
-                category.centroid = centroids[cluster].astype(np.float32).tobytes()
-            if not category.named_by_reviewer:
-                name = clustering.name_from_keywords(words)
+            if category.id == matches[cluster]:
+                category.centroid = result.centroids[cluster].astype(np.float32).tobytes()
+            members = labels == cluster
+            stayed = sum(1 for i in np.flatnonzero(members) if previous_final[i] == category.id)
+            if _may_rename(category, stayed=stayed, size=int(members.sum())):
+                name = _unique_name(names.get(cluster, ""), taken_names - {category.name})
                 if name != category.name:
                     # On the category's history, like a reviewer's rename: a name people know changed.
                     _run_audit(run, category, "renamed", "name", category.name, name)
+                    taken_names.discard(category.name)
+                    taken_names.add(name)
                 category.name = name
                 category.description = describe(words)
-            category.save(
-                update_fields=["keywords", "representative_ids", "last_run", "updated_at", "centroid", "name", "description"]
-            )
+            category.save(update_fields=["keywords", "last_run", "updated_at", "centroid", "name", "description"])
         else:
+            name = _unique_name(names.get(cluster, ""), taken_names)
+            taken_names.add(name)
             category = Category.objects.create(
-                name=clustering.name_from_keywords(words),
+                name=name,
                 description=describe(words),
                 keywords=words,
-                representative_ids=reps,
-                centroid=centroids[cluster].astype(np.float32).tobytes(),
+                centroid=result.centroids[cluster].astype(np.float32).tobytes(),
                 created_by_run=run,
                 last_run=run,
             )
             created += 1
         category_of_cluster[cluster] = category
-    return category_of_cluster, matched, created
+
+    categories = [category_of_cluster.get(label) if label >= 0 else None for label in labels.tolist()]
+    similarity = result.similarity.copy()
+    kept = _keep_previous(vectors, categories, similarity, previous_final, final, category_of_cluster, result)
+    for i, category in enumerate(categories):
+        if category is None:
+            labels[i] = -1
+    _store_fit(vectors, categories, item_ids)
+    return _Plan(categories, labels, similarity, matched, created, kept)
+
+
+def _centroid_matches(centroids, clusters, categories) -> dict[int, int]:
+    """One-to-one map of the given cluster indices -> category ids by centroid cosine (CATEGORY_MATCH_SIMILARITY)."""
+    clusters = list(clusters)
+    if not clusters or not categories:
+        return {}
+    pairs = clustering.match_clusters(
+        centroids[clusters],
+        np.vstack([centroid_of(c) for c in categories]),
+        min_similarity=settings.CATEGORY_MATCH_SIMILARITY,
+    )
+    return {clusters[row]: categories[col].id for row, col in pairs.items()}
+
+
+def _may_rename(category: Category, *, stayed: int, size: int) -> bool:
+    """A run renames only a proposed category nobody named whose items mostly changed."""
+    if category.named_by_reviewer or category.status != Category.Status.PROPOSED:
+        return False
+    return stayed < 0.5 * size
+
+
+def _unique_name(name: str, taken: set[str]) -> str:
+    name = (name or "Unnamed group")[: Category._meta.get_field("name").max_length - 4]
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name} ({number})" in taken:
+        number += 1
+    return f"{name} ({number})"
+
+
+def _keep_previous(vectors, categories, similarity, previous_final, final, category_of_cluster, result) -> int:
+    """Let items stay in the open category they were in when it is nearly as close (STICKY_MARGIN).
+
+    The category's centroid is this run's when a cluster continues it, else
+    its stored one. Changes `categories` and `similarity` in place; returns
+    how many items stayed because of it.
+    """
+    centroid_now: dict[int, np.ndarray] = {}
+    for cluster, category in category_of_cluster.items():
+        if category is not None:
+            centroid_now[category.id] = result.centroids[cluster]
+    kept = 0
+    for i, previous_id in enumerate(previous_final):
+        if previous_id is None:
+            continue
+        previous = final[previous_id]
+        if previous.status not in OPEN_STATUSES or (categories[i] is not None and categories[i].id == previous_id):
+            continue
+        centroid = centroid_now.get(previous_id)
+        if centroid is None:
+            centroid = centroid_of(previous)
+        if centroid is None:
+            continue
+        stay = float(vectors[i] @ centroid)
+        if stay >= similarity[i] - STICKY_MARGIN and stay >= settings.ASSIGN_SIMILARITY_THRESHOLD * 0.5:
+            categories[i] = previous
+            similarity[i] = stay
+            kept += 1
+    return kept
+
+
+def _store_fit(vectors, categories, item_ids) -> None:
+    """Per category of the run: its most representative items, and the cosine its loosest members have.
+
+    Representatives are the items closest to the members' mean. The fit
+    (5th percentile of the members' cosines) is how close a new signal must
+    come to be sorted in between runs.
+    """
+    members: dict[int, list[int]] = {}
+    for i, category in enumerate(categories):
+        if category is not None:
+            members.setdefault(category.id, []).append(i)
+    for category_id, rows in members.items():
+        centroid = clustering._unit_rows(vectors[rows].mean(axis=0, keepdims=True))[0]
+        similarity = vectors[rows] @ centroid
+        closest = np.argsort(-similarity, kind="stable")[:REPRESENTATIVES]
+        Category.objects.filter(id=category_id).update(
+            fit_similarity=round(float(np.quantile(similarity, 0.05)), 4),
+            representative_ids=[item_ids[rows[j]] for j in closest],
+        )
+
+
+def _final_area(area: Area) -> Area:
+    seen = set()
+    while area.status == Area.Status.MERGED and area.merged_into_id and area.id not in seen:
+        seen.add(area.id)
+        area = area.merged_into
+    return area
+
+
+def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previous_area) -> list[Area | None]:
+    """Give every category of this run an area and every item its area; returns the area per item.
+
+    A category a reviewer moved keeps its area. Otherwise the run's area
+    groups are matched to existing areas by the items they share, new ones
+    are created and named like categories, and an unsorted item goes to the
+    area whose categories are nearest (its "unsorted" bucket there).
+    """
+    existing = {a.id: a for a in Area.objects.select_for_update().select_related("merged_into")}
+    final = {aid: _final_area(a) for aid, a in existing.items()}
+    item_area_index = result.item_areas(vectors) if result.n_areas else np.full(len(item_ids), -1)
+    # Areas follow the categories: an item kept in its old category counts for that category's group.
+    group_of_category: dict[int, int] = {}
+    for i, category in enumerate(plan.categories):
+        if category is not None and plan.labels[i] >= 0 and result.area_of_cluster is not None:
+            group_of_category.setdefault(category.id, int(result.area_of_cluster[result.labels[i]]) if result.labels[i] >= 0 else -1)
+    groups = np.array(
+        [group_of_category.get(c.id, int(item_area_index[i])) if c is not None else int(item_area_index[i])
+         for i, c in enumerate(plan.categories)],
+        dtype=np.int64,
+    )
+    previous_final = [final[previous_area[i]].id if previous_area.get(i) in final else None for i in item_ids]
+    matches = _overlap_matches(groups, previous_final, result.n_areas)
+    names = clustering.name_clusters(texts, groups) if result.n_areas else {}
+    taken = {a.name for a in final.values() if a.status != Area.Status.MERGED}
+    area_of_group: dict[int, Area] = {}
+    for group in range(result.n_areas):
+        if group in matches:
+            area = final[matches[group]]
+            area.last_run = run
+            area.save(update_fields=["last_run"])
+        else:
+            name = _unique_name(names.get(group, ""), taken)
+            taken.add(name)
+            area = Area.objects.create(name=name, created_by_run=run, last_run=run)
+        area_of_group[group] = area
+
+    # Categories take their group's area unless a reviewer placed them.
+    area_of_category: dict[int, Area | None] = {}
+    seen_categories = {c.id: c for c in plan.categories if c is not None}
+    for category_id, category in seen_categories.items():
+        if category.area_by_reviewer and category.area_id:
+            area = final.get(category.area_id)
+        else:
+            area = area_of_group.get(group_of_category.get(category_id, -1))
+            if area is not None and category.area_id != area.id:
+                Category.objects.filter(id=category_id).update(area=area)
+        area_of_category[category_id] = area
+    _areas_refresh_centroids()
+    return [
+        area_of_category.get(c.id) if c is not None else area_of_group.get(int(groups[i]))
+        for i, c in enumerate(plan.categories)
+    ]
+
+
+def _areas_refresh_centroids() -> None:
+    """Each area's centroid: the size-weighted mean of its open categories' centroids."""
+    for area in Area.objects.exclude(status=Area.Status.MERGED):
+        cats = [c for c in area.categories.filter(status__in=OPEN_STATUSES).exclude(centroid=None).only("centroid", "size")]
+        if not cats:
+            continue
+        mean = sum(max(c.size, 1) * centroid_of(c) for c in cats)
+        area.centroid = clustering._unit_rows(mean[None, :])[0].astype(np.float32).tobytes()
+        area.save(update_fields=["centroid"])
 
 
 def _run_audit(run: ClusterRun, category: Category, verb: str, field: str, before, after) -> None:
@@ -282,20 +516,26 @@ def describe(keywords: list[str]) -> str:
     return "Signals that mention " + ", ".join(keywords[:5]) + "."
 
 
-def _write_model_assignments(run, item_ids, labels, similarity, category_of_cluster) -> int:
-    """Replace the model's assignments of the clustered items; reviewer ones stay."""
-    reviewed = set(Assignment.objects.filter(assigned_by=Assignment.By.REVIEWER).values_list("item_id", flat=True))
+def _write_model_assignments(run, item_ids, plan: _Plan, area_of_item) -> int:
+    """Replace the model's assignments of the clustered items; reviewer ones stay.
+
+    An item with no category keeps an assignment row with its area only: it
+    is in that area's unsorted bucket.
+    """
+    reviewed = set(
+        Assignment.objects.filter(assigned_by=Assignment.By.REVIEWER, item_id__in=item_ids).values_list("item_id", flat=True)
+    ) if item_ids else set()
     now = timezone.now()
     rows = []
     assigned_ids, unassigned_ids = [], []
-    for item_id, label, sim in zip(item_ids, labels.tolist(), similarity.tolist()):
+    for item_id, category, area, sim in zip(item_ids, plan.categories, area_of_item, plan.similarity.tolist()):
         if item_id in reviewed:
             continue
-        category = category_of_cluster.get(label) if label >= 0 else None
         rows.append(
             Assignment(
                 item_id=item_id,
                 category=category,
+                area=area,
                 confidence=float(sim) if category else None,
                 assigned_by=Assignment.By.MODEL,
                 run=run,
@@ -308,11 +548,19 @@ def _write_model_assignments(run, item_ids, labels, similarity, category_of_clus
         batch_size=1000,
         update_conflicts=True,
         unique_fields=["item"],
-        update_fields=["category", "confidence", "assigned_by", "run", "updated_at"],
+        update_fields=["category", "area", "confidence", "assigned_by", "run", "updated_at"],
     )
+    _reviewed_follow_their_category(reviewed)
     items_set_status(item_ids=assigned_ids, status=FeedbackItem.Status.ASSIGNED, now=now)
     items_set_status(item_ids=unassigned_ids, status=FeedbackItem.Status.EMBEDDED, now=now)
     return len(assigned_ids) + len(reviewed)
+
+
+def _reviewed_follow_their_category(item_ids) -> None:
+    """Items a reviewer placed sit in the area of the category they were placed in."""
+    for chunk in _chunks(sorted(item_ids)):
+        for category_id, area_id in Category.objects.filter(assignments__item_id__in=chunk).values_list("id", "area_id").distinct():
+            Assignment.objects.filter(item_id__in=chunk, category_id=category_id).exclude(area_id=area_id).update(area_id=area_id)
 
 
 def _chunks(ids: list[int], size: int = 10_000):
@@ -346,11 +594,13 @@ def categories_refresh_sizes(*, run: ClusterRun | None = None) -> None:
 
 
 def items_assign(*, item_ids: list[int]) -> int:
-    """Sort newly embedded failure signals into the nearest open category.
+    """Sort newly embedded failure signals into the nearest open category, or their area's unsorted bucket.
 
-    An item is assigned only when its similarity passes the threshold; the
-    others wait, unassigned, for the next run. Items a reviewer placed are
-    left alone. Returns how many were assigned.
+    An item joins its nearest category when the cosine reaches the lower of
+    `ASSIGN_SIMILARITY_THRESHOLD` and the category's own loosest members'
+    (so categories of long texts, whose cosines are all lower, still take
+    new signals); otherwise it waits unsorted in the nearest area for the
+    next run. Items a reviewer placed are left alone. Returns how many got a category.
     """
     rows = list(
         failure_signals()
@@ -359,51 +609,47 @@ def items_assign(*, item_ids: list[int]) -> int:
         .values_list("id", "embedding_id")
     )
     with transaction.atomic():
-        assignments = _assign_nearest(rows=rows, run=None)
-        for category_id, added in Counter(a.category_id for a in assignments).items():
+        assignments = _assign_nearest(rows=rows)
+        placed = [a for a in assignments if a.category_id]
+        for category_id, added in Counter(a.category_id for a in placed).items():
             Category.objects.filter(id=category_id).update(size=F("size") + added)
-    return len(assignments)
+    return len(placed)
 
 
-def _assign_undescribed(*, run: ClusterRun) -> int:
-    """After a run, sort the failure signals it did not cluster (bare thumbs-downs) anew."""
-    rows = list(
-        failure_signals()
-        .filter(embedding__isnull=False)
-        .exclude(id__in=described_failures().values("id"))
-        .exclude(assignment__assigned_by=Assignment.By.REVIEWER)
-        .values_list("id", "embedding_id")
+def _assign_nearest(*, rows: list[tuple[int, int]]) -> list[Assignment]:
+    """Give each (item id, embedding id) the nearest open category it fits, else the nearest area only."""
+    categories = list(
+        Category.objects.filter(status__in=OPEN_STATUSES)
+        .exclude(centroid=None)
+        .only("id", "centroid", "fit_similarity", "area_id")
     )
-    return len(_assign_nearest(rows=rows, run=run))
-
-
-def _assign_nearest(*, rows: list[tuple[int, int]], run: ClusterRun | None) -> list[Assignment]:
-    """Give each (item id, embedding id) the nearest open category above the threshold.
-
-    Items that fit none lose a model assignment they had, so they show as
-    unassigned instead of keeping a stale category. Returns the assignments made.
-    """
-    categories = list(Category.objects.filter(status__in=OPEN_STATUSES).exclude(centroid=None).only("id", "centroid"))
     if not rows or not categories:
         return []
     centroids = np.vstack([centroid_of(c) for c in categories])
     vectors = vectors_for([embedding_id for _, embedding_id in rows])
-    nearest, similarity = clustering.assign_to_nearest(
-        vectors, centroids, threshold=settings.ASSIGN_SIMILARITY_THRESHOLD
+    nearest, similarity = clustering.assign_to_nearest(vectors, centroids, threshold=-1.0)
+    floors = np.array(
+        [min(settings.ASSIGN_SIMILARITY_THRESHOLD, c.fit_similarity or settings.ASSIGN_SIMILARITY_THRESHOLD) for c in categories]
+    )
+    areas = list(Area.objects.exclude(status=Area.Status.MERGED).exclude(centroid=None).only("id", "centroid"))
+    nearest_area = (
+        clustering.assign_to_nearest(vectors, np.vstack([centroid_of(a) for a in areas]), threshold=-1.0)[0]
+        if areas
+        else np.full(len(rows), -1)
     )
     now = timezone.now()
-    assignments, unassigned_ids = [], []
-    for (item_id, _), index, sim in zip(rows, nearest.tolist(), similarity.tolist()):
-        if index < 0:
-            unassigned_ids.append(item_id)
-            continue
+    assignments = []
+    for (item_id, _), index, sim, area_index in zip(rows, nearest.tolist(), similarity.tolist(), nearest_area.tolist()):
+        fits = sim >= floors[index]
+        category = categories[index] if fits else None
         assignments.append(
             Assignment(
                 item_id=item_id,
-                category_id=categories[index].id,
-                confidence=float(sim),
+                category_id=category.id if category else None,
+                area_id=category.area_id if category else (areas[area_index].id if area_index >= 0 else None),
+                confidence=float(sim) if category else None,
                 assigned_by=Assignment.By.MODEL,
-                run=run,
+                run=None,
                 updated_at=now,
             )
         )
@@ -412,10 +658,8 @@ def _assign_nearest(*, rows: list[tuple[int, int]], run: ClusterRun | None) -> l
         batch_size=1000,
         update_conflicts=True,
         unique_fields=["item"],
-        update_fields=["category", "confidence", "assigned_by", "run", "updated_at"],
+        update_fields=["category", "area", "confidence", "assigned_by", "run", "updated_at"],
     )
-    for chunk in _chunks(unassigned_ids):
-        Assignment.objects.filter(item_id__in=chunk, assigned_by=Assignment.By.MODEL).delete()
-    items_set_status(item_ids=[a.item_id for a in assignments], status=FeedbackItem.Status.ASSIGNED, now=now)
-    items_set_status(item_ids=unassigned_ids, status=FeedbackItem.Status.EMBEDDED, now=now)
+    items_set_status(item_ids=[a.item_id for a in assignments if a.category_id], status=FeedbackItem.Status.ASSIGNED, now=now)
+    items_set_status(item_ids=[a.item_id for a in assignments if not a.category_id], status=FeedbackItem.Status.EMBEDDED, now=now)
     return assignments

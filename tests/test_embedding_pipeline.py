@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from config.celery import app as celery_app
 from feedback import embedder, selectors, services
+from feedback.text import EMBED_RECIPE
 from feedback.models import Embedding, FeedbackItem
 from labeling.models import Assignment, Category
 from tests.factories import post_signed, rating_event, source_make
@@ -53,7 +54,9 @@ def test_a_bare_thumbs_down_is_described_by_its_context():
     )
     services.items_embed(item_ids=[item.id])
     item.refresh_from_db()
-    assert item.embed_text == "Request: Add a /health endpoint\nAnswer: Sure!"
+    # The evidence, with the path masked: what went wrong, not where.
+    assert item.embed_text == "Output: Sure!\nRequest: Add a file endpoint"
+    assert item.embed_recipe == EMBED_RECIPE
     assert item.embedding is not None
 
 

@@ -11,7 +11,8 @@ from exports import services
 from exports.models import DatasetVersion, Mode, Trigger
 from exports.schemas import DatasetIn
 from feedback.models import Embedding, FeedbackItem, Source
-from feedback.services import content_hash, embeddable_text
+from feedback.services import content_hash
+from feedback.text import embeddable_text
 from labeling.models import Label
 
 OCCURRED = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub
-from feedback.services import embeddable_text
+from feedback.text import embeddable_text
 from labeling import selectors
 from labeling.models import Assignment, Category
 from tests.factories import source_make, user_make
