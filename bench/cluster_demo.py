@@ -2,21 +2,20 @@
 
 Builds the demo signals in memory exactly as `demo_load` turns them into rows
 (same schemas, same `rating_item_build` / `report_item_build`), derives each
-item's text as the pipeline does (`embeddable_text`, then `scrub`), embeds the
-texts with the project's embedder and clusters the items a cluster run
-clusters (`described_failures`: reports and thumbs-downs with a comment) with
-`labeling.clustering.cluster_vectors`, without telling it the number of
-themes. No database is touched.
+item's text as the pipeline does (`feedback.text.embed_text`: evidence for
+vague comments, scrubbing, masking), embeds the texts with the project's
+embedder and clusters the items a cluster run clusters (reports and every
+thumbs-down with some text) with `labeling.clustering.cluster_vectors`,
+without telling it the number of themes or areas. No database is touched.
 
     python bench/cluster_demo.py [--count 2400] [--seed 7] [--cluster-seed 0]
     CLUSTER_MIN_CLUSTER_SIZE=10 python bench/cluster_demo.py   # as a run with that setting
 
-Truth. An item's label is the theme of the failure it describes. A
-thumbs-down whose comment names no failure ("bad", "nope") carries the
-theme of its run but says nothing about it, so those items are one extra
-label, "vague": a cluster of vague complaints is the best a text model can
-do with them. Figures are given for all clustered items (themes + "vague")
-and for the items whose text names their theme only. Unassigned items are
+Truth. An item's label is the theme of the failure of its run. A thumbs-down
+whose comment names no failure ("bad", "nope", or none) is embedded with its
+run's evidence (tool error, end of output, request), so it carries its theme
+too. Figures are given for all clustered items, for the items whose comment
+names their theme, and for the areas against the themes. Unassigned items are
 scored as in bench/cluster_quality.py (the lower of noise cluster and
 singletons for NMI and ARI; wrong in ACC).
 
@@ -33,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -57,12 +57,12 @@ from config import demo_corpus  # noqa: E402
 from config.management.commands.demo_load import rating_item, report_item  # noqa: E402
 from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.models import FeedbackItem, Source  # noqa: E402
-from feedback.scrubber import scrub  # noqa: E402
-from feedback.services import embeddable_text  # noqa: E402
-from labeling.clustering import cluster_vectors  # noqa: E402
+from feedback.text import embed_text  # noqa: E402
+from labeling.clustering import cluster_vectors, name_clusters  # noqa: E402
 from labeling.services import cluster_params  # noqa: E402
 
-VAGUE = "vague"
+# What names a repository rather than a behaviour: no category name may hold one.
+IDENTIFIER = re.compile(r"[\w-]+\.[a-z]{1,5}\b|\w+_\w+|[a-z]+[A-Z]\w*|/|\d")
 # Any fixed day: only occurred_at depends on it, and nothing here reads that.
 ANCHOR = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -81,11 +81,18 @@ def main() -> None:
     started = time.perf_counter()
     result = cluster_vectors(vectors, params=params, random_state=args.cluster_seed)
     print(f"clustered {len(texts)} items in {time.perf_counter() - started:.1f} s with {params}")
+    areas = result.item_areas(vectors)
+    figures = score(truth, areas)
+    print(f"areas against the themes: NMI {figures['nmi']:.1f} ARI {figures['ari']:.1f} areas {result.n_areas}")
+    category_names = name_clusters(texts, result.labels)
+    area_names = name_clusters(texts, areas)
+    bad = [name for name in [*category_names.values(), *area_names.values()] if IDENTIFIER.search(name)]
+    print(f"names holding a file name or identifier: {len(bad)} {bad[:5]}; areas: {'; '.join(area_names.values())}")
     report(result.labels, truth, names, named, n_clusters=result.n_clusters, show=args.show)
 
 
 def demo_items(*, count: int, seed: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
-    """Texts of the items a cluster run clusters, their label index, the label names, and which name their theme."""
+    """Texts of the items a cluster run clusters, their theme index, the theme names, and which name their theme."""
     signals = demo_corpus.generate(count=count, seed=seed, anchor=ANCHOR)
     product = Source(name=demo_corpus.PRODUCT_SOURCE_NAME, kind=Source.Kind.PRODUCT)
     form = Source(name="dogfooding form", kind=Source.Kind.DOGFOOD)
@@ -96,14 +103,12 @@ def demo_items(*, count: int, seed: int) -> tuple[list[str], np.ndarray, list[st
             item = report_item(source=form, payload=signal.payload, receipt_id=receipt_id)
         else:
             item = rating_item(source=product, payload=signal.payload, receipt_id=receipt_id)
-        # labeling.services.described_failures: reports, and thumbs-downs that say something.
-        if not (item.kind == FeedbackItem.Kind.REPORT or (item.rating == -1 and item.comment)):
+        # labeling.services.clusterable_failures: reports and every thumbs-down that has some text.
+        if not (item.kind == FeedbackItem.Kind.REPORT or item.rating == -1):
             continue
-        text = scrub(embeddable_text(item)).text  # the demo's sources add no custom patterns
-        if signal.comment_style == "theme":
-            rows.append((text, signal.theme, True))
-        else:
-            rows.append((text, VAGUE, False))
+        text = embed_text(item)  # the demo's sources add no custom patterns
+        if text:
+            rows.append((text, signal.theme, signal.comment_style == "theme"))
     names = sorted({label for _, label, _ in rows})
     index = {name: i for i, name in enumerate(names)}
     texts = [text for text, _, _ in rows]
@@ -145,7 +150,7 @@ def report(
     figures = score(truth, labels)
     print(
         f"demo: categories {n_clusters} NMI {figures['nmi']:.1f} ARI {figures['ari']:.1f} ACC {figures['acc']:.1f} "
-        f"unassigned {unassigned:.1f}% (themes {len(names) - (VAGUE in names)}, items {len(labels)})"
+        f"unassigned {unassigned:.1f}% (themes {len(names)}, items {len(labels)})"
     )
     return figures
 

@@ -146,7 +146,7 @@ _MASKS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b", re.IGNORECASE), "hash"),
     (re.compile(r"\b[A-Za-z]:\\[^\s,;:\"')]+"), "file"),
     # Paths: anything with a slash that is not a plain word pair (and/or).
-    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]*)+|(?<![\w/])/[A-Za-z][\w.@+-]*"), None),
+    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]*)+|(?<![\w/~.])(?:~|\.{1,2})?/[A-Za-z][\w.@+-]*"), None),
     (re.compile(rf"\b[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})\b", re.IGNORECASE), "file"),
     (re.compile(r"\b(?:Dockerfile|Makefile|Gemfile|Procfile|Rakefile|Jenkinsfile|Vagrantfile|CMakeLists)\b"), "file"),
     # Calls and dotted names (os.path.join, client.get()): code, not words.

@@ -111,7 +111,7 @@ class ClusterParams:
     min_similarity: float = 0.5
     # ...but never more than this share of all items: on long or noisy texts
     # every cosine is lower, and an absolute floor alone left 40% unsorted.
-    max_unassigned_share: float = 0.05
+    max_unassigned_share: float = 0.02
     # Areas: a coarser cut of the categories, between these counts.
     min_areas: int = 3
     max_areas: int = 25
@@ -176,10 +176,9 @@ def cluster_vectors(
 
     micro, means, sizes = _micro_clusters(x, params, random_state)
     report(0.6)
-    merges = _ward_tree(means, sizes)
+    merges = _ward_tree(means, sizes, limit=_ward_threshold(n, params) ** 2)
     report(0.7)
-    k = len(sizes) - int(np.searchsorted(merges.cost, _ward_threshold(n, params) ** 2, side="right"))
-    labels = merges.cut(k)[micro]
+    labels = merges.cut(merges.m - len(merges.cost))[micro]
     report(0.8)
 
     for _ in range(params.refine_iterations):
@@ -403,15 +402,17 @@ class _Merges:
         return _compact(np.array([root(node) for node in range(self.m)]))
 
 
-def _ward_tree(means: np.ndarray, sizes: np.ndarray) -> _Merges:
-    """All merges of size-weighted Ward agglomeration over the groups.
+def _ward_tree(means: np.ndarray, sizes: np.ndarray, *, limit: float = np.inf) -> _Merges:
+    """The merges of size-weighted Ward agglomeration over the groups, up to a squared cost of `limit`.
 
     Nearest-neighbour-chain algorithm: follow nearest neighbours until two
     groups are each other's nearest, merge them, go on. Ward is "reducible"
     (a merged group is never closer to a third group than the nearer of its
     parts was), so reciprocal nearest neighbours can be merged at once, and
     sorting the merges by cost gives the same tree as merging cheapest
-    first. O(m^2) distance evaluations, one row at a time, no m x m matrix.
+    first. A group whose nearest neighbour is beyond `limit` is final:
+    nothing can come closer later. O(m^2) distance evaluations, one row at a
+    time, no m x m matrix.
     """
     m = len(sizes)
     mean = means.astype(np.float64).copy()
@@ -420,8 +421,7 @@ def _ward_tree(means: np.ndarray, sizes: np.ndarray) -> _Merges:
     open_ = np.ones(m, dtype=bool)
     costs, lefts, rights = [], [], []
     chain: list[int] = []
-    remaining = m
-    while remaining > 1:
+    while open_.sum() > 1:
         if not chain:
             chain.append(int(np.argmax(open_)))
         a = chain[-1]
@@ -431,6 +431,10 @@ def _ward_tree(means: np.ndarray, sizes: np.ndarray) -> _Merges:
         cost[~open_] = np.inf
         cost[a] = np.inf
         b = int(np.argmin(cost))
+        if cost[b] > limit:
+            open_[a] = False  # a's group is final
+            chain.clear()  # the chain was built on a; start afresh
+            continue
         if len(chain) > 1 and cost[chain[-2]] <= cost[b]:
             b = chain[-2]  # reciprocal nearest neighbours (ties favour the chain)
             del chain[-2:]
@@ -441,7 +445,6 @@ def _ward_tree(means: np.ndarray, sizes: np.ndarray) -> _Merges:
             sq_norm[a] = mean[a] @ mean[a]
             size[a] += size[b]
             open_[b] = False
-            remaining -= 1
         else:
             chain.append(b)
     order = np.argsort(np.array(costs), kind="stable")
@@ -453,10 +456,11 @@ def _ward_tree(means: np.ndarray, sizes: np.ndarray) -> _Merges:
     )
 
 
-# Neighbours are found among at most this many reference items: exact up to
-# this size, a random reference sample above it (100,000 x 20,000 cosines
-# take a few seconds).
-_SMOOTH_REFERENCE_ITEMS = 20_000
+# Neighbours are exact up to this many items (n x n cosines); above it they
+# are found among a random sample of _SMOOTH_SAMPLE items, which keeps
+# 100,000 items to 100,000 x 4,000 cosines.
+_SMOOTH_EXACT_ITEMS = 20_000
+_SMOOTH_SAMPLE = 4_000
 
 
 def _smooth_by_neighbours(x: np.ndarray, labels: np.ndarray, params: ClusterParams, random_state: int) -> np.ndarray:
@@ -465,10 +469,11 @@ def _smooth_by_neighbours(x: np.ndarray, labels: np.ndarray, params: ClusterPara
     n = len(x)
     if k <= 0 or params.smooth_rounds <= 0 or n <= k + 1:
         return labels
+    exact = n <= _SMOOTH_EXACT_ITEMS
     reference = np.arange(n)
-    if n > _SMOOTH_REFERENCE_ITEMS:
-        reference = np.sort(np.random.default_rng(random_state).choice(n, _SMOOTH_REFERENCE_ITEMS, replace=False))
-    neighbours, weights = _neighbours(x, x[reference], k, exclude_self=n <= _SMOOTH_REFERENCE_ITEMS)
+    if not exact:
+        reference = np.sort(np.random.default_rng(random_state).choice(n, _SMOOTH_SAMPLE, replace=False))
+    neighbours, weights = _neighbours(x, x[reference], k, exclude_self=exact)
     neighbours = reference[neighbours]
     rows = np.repeat(np.arange(n), k)
     from scipy.sparse import csr_matrix

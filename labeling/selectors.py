@@ -4,12 +4,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import TruncDate
+from django.db.models.functions import Lower, TruncDate
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.compare import day_start
-from labeling.models import Category, ClusterRun, Label
+from labeling.models import Area, AuditEvent, Category, ClusterRun, Label
 
 
 @dataclass
@@ -146,6 +146,8 @@ class SearchFilters:
     model_version: str = ""
     variant: str = ""
     category: str = ""
+    # "none": in no area; an id: in that area, in one of its categories or unsorted.
+    area: str = ""
     status: str = ""
     # "none": not labelled yet; "any": labelled; a verdict: some label says so.
     review: str = ""
@@ -159,7 +161,7 @@ def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
     Each item carries `verdict`: the verdict of its label changed last, or None.
     """
     labels = Label.objects.filter(item=OuterRef("pk"))
-    items = FeedbackItem.objects.select_related("source", "assignment__category").annotate(
+    items = FeedbackItem.objects.select_related("source", "assignment__category", "assignment__area").annotate(
         verdict=Subquery(labels.order_by("-updated_at", "-id").values("verdict")[:1])
     )
     # Words are looked up in the scrubbed text (title, comment, expected, as
@@ -182,6 +184,10 @@ def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
         items = items.filter(Q(assignment__isnull=True) | Q(assignment__category__isnull=True))
     elif filters.category.isdigit():
         items = items.filter(assignment__category_id=int(filters.category))
+    if filters.area == "none":
+        items = items.filter(Q(assignment__isnull=True) | Q(assignment__area__isnull=True))
+    elif filters.area.isdigit():
+        items = items.filter(assignment__area_id=int(filters.area))
     if filters.review == "none":
         items = items.filter(~Exists(labels))
     elif filters.review == "any":
@@ -199,19 +205,36 @@ def search_choices() -> dict:
     """The values the search filters offer."""
     from feedback.models import Source
 
+    # One pass over the items for both menus.
+    pairs = list(FeedbackItem.objects.order_by().values_list("model_version", "variant").distinct())
     return {
         "sources": list(Source.objects.values_list("slug", "name")),
-        "model_versions": list(
-            FeedbackItem.objects.exclude(model_version="").values_list("model_version", flat=True).distinct().order_by("model_version")
-        ),
-        "variants": list(
-            FeedbackItem.objects.exclude(variant="").values_list("variant", flat=True).distinct().order_by("variant")
-        ),
+        "model_versions": sorted({version for version, _ in pairs} - {""}),
+        "variants": sorted({variant for _, variant in pairs} - {""}),
         "categories": list(
             Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0)
             .order_by("name")
             .values_list("id", "name")
         ),
+        "areas": list(
+            Area.objects.filter(status__in=(Area.Status.PROPOSED, Area.Status.CONFIRMED))
+            .order_by(Lower("name"), "id")
+            .values_list("id", "name")
+        ),
         "statuses": FeedbackItem.Status.choices,
         "kinds": FeedbackItem.Kind.choices,
     }
+
+
+def run_changes(*, run) -> dict[str, list]:
+    """What a cluster run did to the categories: created, renamed, resized and retired, each with its figures."""
+    changes: dict[str, list] = {"created": [], "renamed": [], "resized": [], "retired": []}
+    changes["created"] = list(Category.objects.filter(created_by_run=run).order_by("-size", "id").only("id", "name", "size"))
+    suffix = f" by cluster run #{run.id}"
+    events = AuditEvent.objects.filter(action__endswith=suffix).select_related("category").order_by("id")
+    for event in events:
+        verb = event.action[: -len(suffix)]
+        if verb in changes and event.category is not None:
+            detail = next(iter(event.details.values()), {}) if isinstance(event.details, dict) else {}
+            changes[verb].append({"category": event.category, "before": detail.get("before"), "after": detail.get("after")})
+    return changes

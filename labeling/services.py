@@ -575,7 +575,11 @@ def items_set_status(*, item_ids: list[int], status: str, now) -> None:
 
 
 def categories_refresh_sizes(*, run: ClusterRun | None = None) -> None:
-    """Store each category's item count; a cluster run's changes go on the categories' history."""
+    """Store each category's item count; a cluster run's changes go on the categories' history.
+
+    The run records "resized" for a changed count and "retired" for a
+    category it left empty; its page lists these with what it created and renamed.
+    """
     sizes = dict(
         Assignment.objects.exclude(category=None).values_list("category").annotate(n=Count("id")).values_list(
             "category", "n"
@@ -585,7 +589,9 @@ def categories_refresh_sizes(*, run: ClusterRun | None = None) -> None:
         size = sizes.get(category.id, 0)
         if category.size != size:
             if run is not None and category.created_by_run_id != run.id:  # a new category's size is no change
-                _run_audit(run, category, "resized", "items", category.size, size)
+                # A category left with no items is retired from the lists, not deleted: its history stays.
+                verb = "retired" if size == 0 else "resized"
+                _run_audit(run, category, verb, "items", category.size, size)
             category.size = size
             category.save(update_fields=["size"])
 
