@@ -83,7 +83,13 @@ def main() -> None:
     print(f"clustered {len(texts)} items in {time.perf_counter() - started:.1f} s with {params}")
     areas = result.item_areas(vectors)
     figures = score(truth, areas)
-    print(f"areas against the themes: NMI {figures['nmi']:.1f} ARI {figures['ari']:.1f} areas {result.n_areas}")
+    from sklearn.cluster import KMeans
+
+    baseline = score(truth, KMeans(len(names), n_init=10, random_state=0).fit_predict(vectors))
+    print(
+        f"areas against the themes: NMI {figures['nmi']:.1f} ARI {figures['ari']:.1f} areas {result.n_areas} "
+        f"(KMeans told k={len(names)} on the same vectors: NMI {baseline['nmi']:.1f} ARI {baseline['ari']:.1f})"
+    )
     category_names = name_clusters(texts, result.labels)
     area_names = name_clusters(texts, areas)
     bad = [name for name in [*category_names.values(), *area_names.values()] if IDENTIFIER.search(name)]

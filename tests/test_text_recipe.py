@@ -77,12 +77,15 @@ def test_a_vague_comment_falls_back_to_the_evidence_of_its_run():
     text = embeddable_text(item("nope", RUN))
     assert text.splitlines() == [
         "nope",
-        "Tool error: error: timed out after 10 minutes",
-        "stopped: step limit reached",
+        "error: timed out after 10 minutes",
+        "step limit reached",
         "timed out",
-        "Output: I ran the suite and everything is green now.",
-        "Request: Fix the flaky test in billing",
+        "I ran the suite and everything is green now.",
     ]
+
+
+def test_the_request_speaks_only_for_a_run_that_left_no_other_trace():
+    assert embeddable_text(item("", {"messages": RUN["messages"]})) == "Fix the flaky test in billing"
 
 
 def test_a_comment_that_says_what_went_wrong_stands_alone():
@@ -93,7 +96,7 @@ def test_a_comment_that_says_what_went_wrong_stands_alone():
 
 def test_the_evidence_reads_tool_messages_and_ignores_odd_shapes():
     context = {"messages": [{"role": "tool", "content": "Traceback: KeyError 'x'"}, "not a message", 7], "output": 12}
-    assert embeddable_text(item("", context)) == "Tool error: Traceback: KeyError 'x'"
+    assert embeddable_text(item("", context)) == "Traceback: KeyError 'x'"
     assert embeddable_text(item("", {"tool_calls": "nope", "messages": None, "metadata": []})) == ""
 
 
