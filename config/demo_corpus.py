@@ -1045,7 +1045,10 @@ THEMES = (
             "Let me know and I'll proceed.",
             "Do you want me to proceed with this change?",
         ),
-        version_weights={"2.0": 0.7, "2.1": 0.8, "2.2": 1.7},
+        # The regression 2.2 plants: better overall, but it asks far more needless
+        # questions (about 2% of 2.1's ratings, 9% of 2.2's), spread over
+        # several small categories that the comparison finds at their area.
+        version_weights={"2.0": 0.7, "2.1": 0.8, "2.2": 6.0},
         severities=("low", "low", "medium"),
         fault=fault_no_tools,
         praise_but=(

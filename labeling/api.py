@@ -28,6 +28,7 @@ class CompareSideOut(Schema):
     down: int
     reports: int
     uncategorized_down: int
+    no_area_down: int
     up_rate: float | None
     up_rate_ci: list[float | None] | None
 
@@ -55,6 +56,38 @@ class CompareCategoryOut(Schema):
     is_gone: bool
     items_a_url: str
     items_b_url: str
+
+
+class CompareAreaOut(Schema):
+    """An area's figures: every signal whose assignment names the area, its unsorted ones included."""
+
+    area_id: int
+    name: str
+    status: str
+    signals_a: int
+    signals_b: int
+    down_a: int
+    down_b: int
+    rate_a: float | None
+    rate_b: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    z: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    tested: bool
+    significant: bool
+    direction: str
+    is_new: bool
+    is_gone: bool
+    items_a_url: str
+    items_b_url: str
+    unsorted_signals_a: int
+    unsorted_signals_b: int
+    unsorted_down_a: int
+    unsorted_down_b: int
+    categories: list[int] = Field(description="ids of the area's categories listed in `categories`")
 
 
 class CompareOverallOut(Schema):
@@ -95,7 +128,9 @@ class CompareOut(Schema):
     min_expected: int
     min_down_total: int
     tested: int
+    areas_tested: int
     overall: CompareOverallOut
+    areas: list[CompareAreaOut]
     categories: list[CompareCategoryOut]
     series: CompareSeriesOut
 
@@ -118,11 +153,12 @@ def _authorize(request: HttpRequest) -> None:
     response={200: CompareOut, **error_responses(401, 403, 404, 422)},
     # "from" is a Python keyword: the schema spells it from_ and answers with its alias.
     by_alias=True,
-    summary="Compare two model versions (or two variants) per failure category",
+    summary="Compare two model versions (or two variants) per failure area and category",
     openapi_extra={
         "responses": {
             200: {
-                "description": "The comparison: JSON by default, one row per category with format=csv.",
+                "description": "The comparison: JSON by default; with format=csv one row per area and per "
+                "category, told apart by `level`.",
                 "content": {"text/csv": {"schema": {"type": "string"}}},
             }
         }
@@ -137,11 +173,12 @@ def compare_versions(
     bucket: str = Query("", description="`day` or `week` for the thumbs-up series (default: by the window's length)."),
     format: str = Query("json", description="`json` or `csv`."),  # noqa: A002 - the query parameter's public name
 ):
-    """Per category: signals, thumbs-down count and rate on each side, the difference with a
-    95% Newcombe interval, a two-proportion z-test with Holm's correction, and a flag.
+    """Per area and per category: signals, thumbs-down count and rate on each side, the difference
+    with a 95% Newcombe interval, a two-proportion z-test with Holm's correction (over the areas
+    and over the categories, each its own family), and a flag.
 
-    Rate = thumbs-down ratings assigned to the category / all ratings of that side in the
-    range. Authenticate with a reviewer's session or ``Authorization: Bearer <token>`` (a token
+    Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted
+    items included) / all ratings of that side in the range. Authenticate with a reviewer's session or ``Authorization: Bearer <token>`` (a token
     with the ``compare`` scope).
     """
     _authorize(request)

@@ -52,6 +52,9 @@ class CategoryListFilters:
     model_version: str = ""
     search: str = ""
     sort: str = DEFAULT_SORT
+    # "" every area, "none" categories in no area, or an area id (as text) that
+    # labeling.area_selectors.area_filter_parse has read.
+    area: str = ""
 
 
 def category_list(*, filters: CategoryListFilters, now: datetime | None = None) -> QuerySet[Category]:
@@ -91,15 +94,39 @@ def category_list(*, filters: CategoryListFilters, now: datetime | None = None) 
         categories = categories.filter(n_items__gt=0)
     if filters.search:
         categories = categories.filter(name__icontains=filters.search)
+    if filters.area == "none":
+        categories = categories.filter(area__isnull=True)
+    elif filters.area.isascii() and filters.area.isdigit():
+        categories = categories.filter(area_id=int(filters.area))
     return categories.order_by(*SORTS.get(filters.sort, SORTS[DEFAULT_SORT]))
 
 
-def category_list_page(*, filters: CategoryListFilters, page_number, now: datetime | None = None) -> Page:
-    """One page of `category_list`, each row with its share of all thumbs-down and its growth, in %."""
+def category_list_page(
+    *,
+    filters: CategoryListFilters,
+    page_number,
+    now: datetime | None = None,
+    thumbs_down: dict[str, int] | None = None,
+    area_order=None,
+) -> Page:
+    """One page of `category_list`, each row with its share of all thumbs-down and its growth, in %.
+
+    ``thumbs_down``: `thumbs_down_by_version()` when the caller has it already.
+    ``area_order``: a sort key (labeling.area_selectors.area_order_key) that
+    puts the categories area by area, each area's in the chosen order.
+    """
     # Categories number hundreds, not millions: one grouped query for all of
     # them costs half of a COUNT over the grouping plus the page's own query.
-    page = Paginator(list(category_list(filters=filters, now=now)), PAGE_SIZE).get_page(page_number)
-    total_down = thumbs_down_total(model_version=filters.model_version)
+    categories = list(category_list(filters=filters, now=now))
+    if area_order is not None:
+        categories.sort(key=area_order)  # stable: the chosen sort holds within each area
+    page = Paginator(categories, PAGE_SIZE).get_page(page_number)
+    if thumbs_down is None:
+        total_down = thumbs_down_total(model_version=filters.model_version)
+    elif filters.model_version:
+        total_down = thumbs_down.get(filters.model_version, 0)
+    else:
+        total_down = sum(thumbs_down.values())
     for category in page.object_list:
         category.down_share = 100 * category.thumbs_down / total_down if total_down else None
         # Growth against an empty previous week has no meaningful percentage.
@@ -112,6 +139,19 @@ def thumbs_down_total(*, model_version: str = "") -> int:
     if model_version:
         downs = downs.filter(model_version=model_version)
     return downs.count()
+
+
+def thumbs_down_by_version() -> dict[str, int]:
+    """Thumbs-down per model version, every version present (0 if none; "" for items without one).
+
+    One grouped query gives both the version menu and the list's share denominator.
+    """
+    return dict(
+        FeedbackItem.objects.order_by()
+        .values_list("model_version")
+        .annotate(n=Count("id", filter=Q(rating=-1)))
+        .values_list("model_version", "n")
+    )
 
 
 def model_versions() -> list[str]:
@@ -161,34 +201,40 @@ def category_items_page(*, category: Category, filters: CategoryItemFilters, pag
     return Paginator(category_items(category=category, filters=filters), PAGE_SIZE).get_page(page_number)
 
 
-def category_item_facets(*, category: Category) -> dict[str, list[str]]:
-    """The model versions and variants that occur in a category, for its filter menus."""
-    pairs = (
-        FeedbackItem.objects.filter(assignment__category=category)
-        .order_by()
-        .values_list("model_version", "variant")
-        .distinct()
-    )
-    versions, variants = set(), set()
-    for version, variant in pairs:
-        versions.add(version)
-        variants.add(variant)
-    return {"model_versions": sorted(versions - {""}), "variants": sorted(variants - {""})}
+@dataclass(frozen=True)
+class ItemBreakdown:
+    # The model versions and variants that occur in a category, for its filter menus.
+    facets: dict[str, list[str]]
+    # Per model version: thumbs-down, thumbs-up, reports and all items, most thumbs-down first.
+    version_counts: list[dict]
 
 
-def category_version_counts(*, category: Category) -> list[dict]:
-    """Per model version: thumbs-down, thumbs-up, reports and all items in the category."""
-    return list(
+def category_item_breakdown(*, category: Category) -> ItemBreakdown:
+    """The filter menus and the per-version counts of a category, from one query grouped by version and variant."""
+    rows = (
         FeedbackItem.objects.filter(assignment__category=category)
         .order_by()
-        .values("model_version")
+        .values("model_version", "variant")
         .annotate(
             thumbs_down=Count("id", filter=Q(rating=-1)),
             thumbs_up=Count("id", filter=Q(rating=1)),
             reports=Count("id", filter=Q(kind=FeedbackItem.Kind.REPORT)),
             total=Count("id"),
         )
-        .order_by("-thumbs_down", "model_version")
+    )
+    versions: dict[str, dict] = {}
+    variants = set()
+    for row in rows:
+        variants.add(row["variant"])
+        counts = versions.setdefault(
+            row["model_version"],
+            {"model_version": row["model_version"], "thumbs_down": 0, "thumbs_up": 0, "reports": 0, "total": 0},
+        )
+        for key in ("thumbs_down", "thumbs_up", "reports", "total"):
+            counts[key] += row[key]
+    return ItemBreakdown(
+        facets={"model_versions": sorted(set(versions) - {""}), "variants": sorted(variants - {""})},
+        version_counts=sorted(versions.values(), key=lambda c: (-c["thumbs_down"], c["model_version"])),
     )
 
 

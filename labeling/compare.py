@@ -1,4 +1,4 @@
-"""Model-version comparison: which failure categories a new model made better or worse.
+"""Model-version comparison: which failure areas and categories a new model made better or worse.
 
 Two *sides* (a model version, or one variant of a version) are compared over
 a date window. Side ``a`` is the baseline and side ``b`` the newer model, so a
@@ -12,6 +12,11 @@ side the rates of the categories add up to the side's overall thumbs-down
 share that landed in a category, and a version that gets more traffic is not
 penalised for it.
 
+Areas are tested the same way, one level up: an item counts in the area its
+assignment names (``Assignment.area``), which includes the area's unsorted
+items. A regression spread thinly over several small categories, none of
+which has enough thumbs-down to be tested, can still be found in their area.
+
 Statistics (no scipy needed, and every figure is reproducible by hand):
 
 - interval of one rate: Wilson score interval;
@@ -19,11 +24,12 @@ Statistics (no scipy needed, and every figure is reproducible by hand):
   which, unlike the Wald interval, stays inside [-1, 1] and behaves with
   zero counts, which new and vanished categories always have;
 - flag: two-sided pooled two-proportion z-test, p-values corrected with Holm
-  over the categories tested, significant below ``ALPHA``.
+  over the categories tested, and separately over the areas tested (each
+  level is its own family), significant below ``ALPHA``.
 
 Reads run as one aggregate query (day x version x variant x kind x rating x
-category) plus one for the category names, whatever the number of categories
-or pinned comparisons.
+category x area, the area's name joined in) plus one for the category names,
+whatever the number of categories, areas or pinned comparisons.
 """
 
 from __future__ import annotations
@@ -43,8 +49,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling.models import Category
-from labeling.models import SavedComparison
+from labeling.models import Area, Category, SavedComparison
 
 Z95 = 1.959963984540054  # the 97.5% point of the standard normal: 95% two-sided
 ALPHA = 0.05
@@ -58,10 +63,13 @@ DEFAULT_WINDOW_DAYS = 90
 MAX_DAILY_BUCKETS = 31
 MAX_DAILY_BUCKETS_ASKED = 366
 OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
+# Merging an area moves its items to the target; any left behind count outside any area.
+OPEN_AREA_STATUSES = (Area.Status.PROPOSED, Area.Status.CONFIRMED)
 MAX_PINS_ON_OVERVIEW = 10
 DENOMINATOR = (
-    "Rate = thumbs-down ratings assigned to the category / all ratings (up and down) of that side "
-    "in the date range. Reports count as signals, not in the rates."
+    "Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted ones "
+    "included) / all ratings (up and down) of that side in the date range. Reports count as signals, "
+    "not in the rates."
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -281,7 +289,7 @@ def _window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
 
 
 def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date) -> list[dict]:
-    """Counts by day, version, variant, kind, rating and category for the given sides: one query."""
+    """Counts by day, version, variant, kind, rating, category and area for the given sides: one query."""
     match = Q(pk__in=[])
     for side in set(sides):
         condition = Q(model_version=side.version)
@@ -292,7 +300,12 @@ def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date) -> l
     return list(
         FeedbackItem.objects.filter(match, occurred_at__gte=start, occurred_at__lt=end)
         .annotate(day=TruncDate("occurred_at"))
-        .values("day", "model_version", "variant", "kind", "rating", "assignment__category_id")
+        # The area's name and status come along (they depend on its id, so the groups stay the same):
+        # areas that only hold unsorted items in the window need no query of their own.
+        .values(
+            "day", "model_version", "variant", "kind", "rating", "assignment__category_id",
+            "assignment__area_id", "assignment__area__name", "assignment__area__status",
+        )
         .annotate(n=Count("id"))
         .order_by()
     )
@@ -302,7 +315,8 @@ def _categories(rows: Iterable[dict]) -> dict[int, Category]:
     ids = {row["assignment__category_id"] for row in rows if row["assignment__category_id"]}
     if not ids:
         return {}
-    return {category.id: category for category in Category.objects.filter(id__in=ids).only("id", "name", "status")}
+    found = Category.objects.filter(id__in=ids).only("id", "name", "status", "area_id")
+    return {category.id: category for category in found}
 
 
 # --- The comparison ------------------------------------------------------------------------
@@ -341,6 +355,8 @@ class SideSummary:
     reports: int = 0
     # Thumbs-down outside any open category: unassigned, or in an archived one.
     uncategorized_down: int = 0
+    # Thumbs-down outside any open area: no area on their assignment (or a merged one).
+    no_area_down: int = 0
     up_rate: float | None = None
     up_low: float | None = None
     up_high: float | None = None
@@ -354,9 +370,10 @@ class SideSummary:
         return "" if self.up_low is None else f"[{percent(self.up_low)}, {percent(self.up_high)}]"
 
 
-@dataclass
-class CategoryRow:
-    category_id: int
+@dataclass(kw_only=True)
+class _RateRow:
+    """The figures of one tested group of signals (a category or an area) on both sides."""
+
     name: str
     status: str
     signals_a: int = 0
@@ -411,6 +428,41 @@ class CategoryRow:
         return self.significant and self.direction == "worse"
 
 
+@dataclass(kw_only=True)
+class CategoryRow(_RateRow):
+    category_id: int
+    # The category's area (Category.area), or None: where the page lists it.
+    area_id: int | None = None
+    # Set when the category is listed under its area's row.
+    area_name: str = ""
+
+    @property
+    def row_id(self) -> int:
+        return self.category_id
+
+
+@dataclass(kw_only=True)
+class AreaRow(_RateRow):
+    """An area's figures: every signal whose Assignment.area is the area, its unsorted bucket included."""
+
+    area_id: int
+    # Signals of the area outside its open categories: its unsorted bucket (and any archived category).
+    unsorted_signals_a: int = 0
+    unsorted_signals_b: int = 0
+    unsorted_down_a: int = 0
+    unsorted_down_b: int = 0
+    # Its open categories with signals in the window, in the order of the table.
+    categories: list[CategoryRow] = field(default_factory=list)
+
+    @property
+    def row_id(self) -> int:
+        return self.area_id
+
+    @property
+    def category_ids(self) -> list[int]:
+        return [row.category_id for row in self.categories]
+
+
 @dataclass
 class Comparison:
     params: CompareParams
@@ -418,6 +470,9 @@ class Comparison:
     b: SideSummary
     categories: list[CategoryRow]
     tested: int
+    # The first level of the page: open areas with signals, each holding its categories.
+    areas: list[AreaRow] = field(default_factory=list)
+    areas_tested: int = 0
     overall_difference: float | None = None  # of the thumbs-up rate, b - a
     overall_low: float | None = None
     overall_high: float | None = None
@@ -427,6 +482,45 @@ class Comparison:
     @property
     def regressions(self) -> list[CategoryRow]:
         return [row for row in self.categories if row.regression]
+
+    @property
+    def area_regressions(self) -> list[AreaRow]:
+        return [row for row in self.areas if row.regression]
+
+    @property
+    def area_improvements(self) -> list[AreaRow]:
+        return [row for row in self.areas if row.significant and row.direction == "better"]
+
+    @property
+    def regressed(self) -> bool:
+        """Anything significantly worse on b, an area or a category."""
+        return bool(self.area_regressions or self.regressions)
+
+    @property
+    def regressions_count(self) -> int:
+        return len(self.area_regressions) + len(self.regressions)
+
+    @property
+    def improvements_count(self) -> int:
+        return len(self.area_improvements) + len(self.improvements)
+
+    @property
+    def outside_areas(self) -> list[CategoryRow]:
+        """The categories not listed under an area row: no area, or one without signals of its own here."""
+        listed = {row.area_id for row in self.areas}
+        return [row for row in self.categories if row.area_id not in listed]
+
+    @property
+    def regressions_heading(self) -> str:
+        """'1 area and 2 categories got significantly worse' (without the side)."""
+        parts = []
+        if self.area_regressions:
+            n = len(self.area_regressions)
+            parts.append(f"{n} area{'' if n == 1 else 's'}")
+        if self.regressions:
+            n = len(self.regressions)
+            parts.append(f"{n} categor{'y' if n == 1 else 'ies'}")
+        return f"{' and '.join(parts)} got significantly worse"
 
     @property
     def series_rows(self) -> list[tuple[str, list[str]]]:
@@ -456,25 +550,62 @@ class Comparison:
         return [row for row in self.categories if row.significant and row.direction == "better"]
 
 
-def items_url(*, category_id: int, side: Side, date_from: date, date_to: date) -> str:
-    """The search page, filtered to the thumbs-down of one side in one category: the items behind a figure."""
-    query = {"category": category_id, "model_version": side.version, "rating": "down"}
+def items_url(
+    *, side: Side, date_from: date, date_to: date, category_id: int | None = None, area_id: int | None = None
+) -> str:
+    """The search page, filtered to the thumbs-down of one side in one category or one area: the items
+    behind a figure. An area's search holds its unsorted items too."""
+    query: dict = {"category": category_id} if area_id is None else {"area": area_id}
+    query |= {"model_version": side.version, "rating": "down"}
     if side.variant:
         query["variant"] = side.variant
     query |= {"date_from": date_from.isoformat(), "date_to": date_to.isoformat()}
     return "/search/?" + urlencode(query)
 
 
-def _items_url(category_id: int, side: Side, params: CompareParams) -> str:
-    return items_url(category_id=category_id, side=side, date_from=params.date_from, date_to=params.date_to)
+def _items_url(side: Side, params: CompareParams, **which: int) -> str:
+    return items_url(side=side, date_from=params.date_from, date_to=params.date_to, **which)
+
+
+@dataclass(frozen=True)
+class AreaInfo:
+    """What the comparison needs of an area; read along with the counts, not by a query of its own."""
+
+    id: int
+    name: str
+    status: str
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_AREA_STATUSES
+
+
+def _areas(rows: Iterable[dict]) -> dict[int, AreaInfo]:
+    return {
+        row["assignment__area_id"]: AreaInfo(
+            id=row["assignment__area_id"], name=row["assignment__area__name"], status=row["assignment__area__status"]
+        )
+        for row in rows
+        if row["assignment__area_id"]
+    }
+
+
+def _pair() -> dict[str, int]:
+    return {"a": 0, "b": 0}
 
 
 def _comparison_from_rows(
     *, params: CompareParams, rows: Iterable[dict], categories: dict[int, Category], with_series: bool = True
 ) -> Comparison:
+    rows = list(rows)
+    areas = _areas(rows)
     summaries = {"a": SideSummary(side=params.a), "b": SideSummary(side=params.b)}
-    signals: dict[int, dict[str, int]] = defaultdict(lambda: {"a": 0, "b": 0})
-    downs: dict[int, dict[str, int]] = defaultdict(lambda: {"a": 0, "b": 0})
+    signals: dict[int, dict[str, int]] = defaultdict(_pair)
+    downs: dict[int, dict[str, int]] = defaultdict(_pair)
+    area_signals: dict[int, dict[str, int]] = defaultdict(_pair)
+    area_downs: dict[int, dict[str, int]] = defaultdict(_pair)
+    unsorted_signals: dict[int, dict[str, int]] = defaultdict(_pair)
+    unsorted_downs: dict[int, dict[str, int]] = defaultdict(_pair)
     kept_rows = []
     for row in rows:
         if not params.date_from <= row["day"] <= params.date_to:
@@ -489,6 +620,10 @@ def _comparison_from_rows(
         summary, n = summaries[key], row["n"]
         category = categories.get(row["assignment__category_id"])
         in_open_category = category is not None and category.status in OPEN_STATUSES
+        # An item counts in the area its own assignment names, whatever its category: so an area
+        # holds its unsorted bucket, and the test of the area sees every signal filed under it.
+        area = areas.get(row["assignment__area_id"])
+        in_open_area = area is not None and area.is_open
         if row["kind"] == FeedbackItem.Kind.REPORT:
             summary.reports += n
         elif row["rating"] in (1, -1):
@@ -501,8 +636,18 @@ def _comparison_from_rows(
                     downs[category.id][key] += n
                 else:
                     summary.uncategorized_down += n
+                if in_open_area:
+                    area_downs[area.id][key] += n
+                    if not in_open_category:
+                        unsorted_downs[area.id][key] += n
+                else:
+                    summary.no_area_down += n
         if in_open_category:
             signals[category.id][key] += n
+        if in_open_area:
+            area_signals[area.id][key] += n
+            if not in_open_category:
+                unsorted_signals[area.id][key] += n
 
     for summary in summaries.values():
         if summary.ratings:
@@ -521,15 +666,38 @@ def _comparison_from_rows(
         )
         for category_id in signals
     ]
-    tested = [row for row in category_rows if row.tested]
-    # Holm over the tested categories only: which ones are tested depends on their
-    # total count, not on the difference, so the filter does not bias the test.
-    for row, adjusted in zip(tested, holm_adjust([row.p_value for row in tested])):
-        row.p_adjusted = adjusted
-        row.significant = adjusted < ALPHA
-    category_rows.sort(key=lambda row: (-(row.difference or 0.0), row.name.lower(), row.category_id))
+    tested = _holm_flag(category_rows)
+    category_rows.sort(key=_table_order)
 
-    comparison = Comparison(params=params, a=a, b=b, categories=category_rows, tested=len(tested))
+    area_rows = [
+        _area_row(
+            area=areas[area_id],
+            signals=area_signals[area_id],
+            downs=area_downs[area_id],
+            unsorted_signals=unsorted_signals[area_id],
+            unsorted_downs=unsorted_downs[area_id],
+            n_a=a.ratings,
+            n_b=b.ratings,
+            params=params,
+        )
+        for area_id in area_signals
+    ]
+    # Holm again, over the areas tested, as a family of its own. The two levels ask two
+    # questions (which areas, which categories got worse), and an area's counts are the
+    # sum of its categories' and its unsorted ones, so its test is not one more independent
+    # hypothesis beside theirs. Pooling the families would also let the area level dilute the
+    # category flags: each category's adjusted p stays what it was before areas existed.
+    areas_tested = _holm_flag(area_rows)
+    area_rows.sort(key=_table_order)
+    by_area = {row.area_id: row for row in area_rows}
+    for row in category_rows:
+        if row.area_id in by_area:
+            by_area[row.area_id].categories.append(row)
+            row.area_name = by_area[row.area_id].name
+
+    comparison = Comparison(
+        params=params, a=a, b=b, categories=category_rows, tested=tested, areas=area_rows, areas_tested=areas_tested
+    )
     if a.ratings and b.ratings:
         comparison.overall_difference, comparison.overall_low, comparison.overall_high = newcombe_interval(
             x_a=a.up, n_a=a.ratings, x_b=b.up, n_b=b.ratings
@@ -540,22 +708,26 @@ def _comparison_from_rows(
     return comparison
 
 
-def _category_row(
-    *, category: Category, signals: dict[str, int], downs: dict[str, int], n_a: int, n_b: int, params: CompareParams
-) -> CategoryRow:
-    row = CategoryRow(
-        category_id=category.id,
-        name=category.name,
-        status=category.status,
-        signals_a=signals["a"],
-        signals_b=signals["b"],
-        down_a=downs["a"],
-        down_b=downs["b"],
-        is_new=signals["a"] == 0 and signals["b"] > 0,
-        is_gone=signals["b"] == 0 and signals["a"] > 0,
-        items_a_url=_items_url(category.id, params.a, params),
-        items_b_url=_items_url(category.id, params.b, params),
-    )
+def _holm_flag(rows: Sequence[_RateRow]) -> int:
+    """Adjust the p-values of the tested rows with Holm and flag them; returns how many were tested.
+
+    Holm over the tested rows only: which ones are tested depends on their total
+    count, not on the difference, so the filter does not bias the test.
+    """
+    tested = [row for row in rows if row.tested]
+    for row, adjusted in zip(tested, holm_adjust([row.p_value for row in tested])):
+        row.p_adjusted = adjusted
+        row.significant = adjusted < ALPHA
+    return len(tested)
+
+
+def _table_order(row: _RateRow) -> tuple:
+    # From the largest increase to the largest decrease; ties by name, then id, for a stable page.
+    return (-(row.difference or 0.0), row.name.lower(), row.row_id)
+
+
+def _fill_figures(row: _RateRow, *, n_a: int, n_b: int) -> None:
+    """Rates, the difference with its interval, the z-test and whether it may be trusted."""
     if n_a:
         row.rate_a = row.down_a / n_a
     if n_b:
@@ -564,6 +736,58 @@ def _category_row(
         row.difference, row.ci_low, row.ci_high = newcombe_interval(x_a=row.down_a, n_a=n_a, x_b=row.down_b, n_b=n_b)
         row.z, row.p_value = two_proportion_z_test(x_a=row.down_a, n_a=n_a, x_b=row.down_b, n_b=n_b)
         row.tested = normal_approximation_holds(x_a=row.down_a, n_a=n_a, x_b=row.down_b, n_b=n_b)
+
+
+def _category_row(
+    *, category: Category, signals: dict[str, int], downs: dict[str, int], n_a: int, n_b: int, params: CompareParams
+) -> CategoryRow:
+    row = CategoryRow(
+        category_id=category.id,
+        area_id=category.area_id,
+        name=category.name,
+        status=category.status,
+        signals_a=signals["a"],
+        signals_b=signals["b"],
+        down_a=downs["a"],
+        down_b=downs["b"],
+        is_new=signals["a"] == 0 and signals["b"] > 0,
+        is_gone=signals["b"] == 0 and signals["a"] > 0,
+        items_a_url=_items_url(params.a, params, category_id=category.id),
+        items_b_url=_items_url(params.b, params, category_id=category.id),
+    )
+    _fill_figures(row, n_a=n_a, n_b=n_b)
+    return row
+
+
+def _area_row(
+    *,
+    area: AreaInfo,
+    signals: dict[str, int],
+    downs: dict[str, int],
+    unsorted_signals: dict[str, int],
+    unsorted_downs: dict[str, int],
+    n_a: int,
+    n_b: int,
+    params: CompareParams,
+) -> AreaRow:
+    row = AreaRow(
+        area_id=area.id,
+        name=area.name,
+        status=area.status,
+        signals_a=signals["a"],
+        signals_b=signals["b"],
+        down_a=downs["a"],
+        down_b=downs["b"],
+        unsorted_signals_a=unsorted_signals["a"],
+        unsorted_signals_b=unsorted_signals["b"],
+        unsorted_down_a=unsorted_downs["a"],
+        unsorted_down_b=unsorted_downs["b"],
+        is_new=signals["a"] == 0 and signals["b"] > 0,
+        is_gone=signals["b"] == 0 and signals["a"] > 0,
+        items_a_url=_items_url(params.a, params, area_id=area.id),
+        items_b_url=_items_url(params.b, params, area_id=area.id),
+    )
+    _fill_figures(row, n_a=n_a, n_b=n_b)
     return row
 
 
@@ -654,14 +878,14 @@ def _side_json(summary: SideSummary) -> dict:
         "down": summary.down,
         "reports": summary.reports,
         "uncategorized_down": summary.uncategorized_down,
+        "no_area_down": summary.no_area_down,
         "up_rate": _round(summary.up_rate),
         "up_rate_ci": [_round(summary.up_low), _round(summary.up_high)] if summary.ratings else None,
     }
 
 
-def _category_json(row: CategoryRow) -> dict:
+def _figures_json(row: _RateRow) -> dict:
     return {
-        "category_id": row.category_id,
         "name": row.name,
         "status": row.status,
         "signals_a": row.signals_a,
@@ -686,6 +910,25 @@ def _category_json(row: CategoryRow) -> dict:
     }
 
 
+def _category_json(row: CategoryRow) -> dict:
+    # Which area a category is in is told once, by the area's `categories`.
+    return {"category_id": row.category_id} | _figures_json(row)
+
+
+def _area_json(row: AreaRow) -> dict:
+    return (
+        {"area_id": row.area_id}
+        | _figures_json(row)
+        | {
+            "unsorted_signals_a": row.unsorted_signals_a,
+            "unsorted_signals_b": row.unsorted_signals_b,
+            "unsorted_down_a": row.unsorted_down_a,
+            "unsorted_down_b": row.unsorted_down_b,
+            "categories": row.category_ids,
+        }
+    )
+
+
 def comparison_json(comparison: Comparison) -> dict:
     params = comparison.params
     return {
@@ -703,6 +946,8 @@ def comparison_json(comparison: Comparison) -> dict:
         "min_expected": MIN_EXPECTED,
         "min_down_total": MIN_DOWN_TOTAL,
         "tested": comparison.tested,
+        # Holm runs twice: over the categories tested, and over the areas tested as a family of its own.
+        "areas_tested": comparison.areas_tested,
         "overall": {
             "up_rate_difference": _round(comparison.overall_difference),
             "ci": [_round(comparison.overall_low), _round(comparison.overall_high)]
@@ -710,13 +955,14 @@ def comparison_json(comparison: Comparison) -> dict:
             else None,
             "p_value": _significant(comparison.overall_p_value),
         },
+        "areas": [_area_json(row) for row in comparison.areas],
         "categories": [_category_json(row) for row in comparison.categories],
         "series": comparison.series,
     }
 
 
 CSV_COLUMNS = (
-    "category_id", "name", "status", "a", "b", "from", "to", "ratings_a", "ratings_b",
+    "level", "category_id", "area_id", "name", "status", "a", "b", "from", "to", "ratings_a", "ratings_b",
     "signals_a", "signals_b", "down_a", "down_b", "rate_a", "rate_b", "difference", "ci_low", "ci_high",
     "z", "p_value", "p_adjusted", "tested", "significant", "direction", "is_new", "is_gone",
 )
@@ -730,7 +976,12 @@ def _csv_safe(value):
 
 
 def comparison_csv(comparison: Comparison) -> str:
-    """One row per category; every row names both sides and their denominators so it stands alone."""
+    """The page's table as rows: each area, followed by its categories, then the categories outside any area.
+
+    `level` tells an area row from a category row; a category row carries its
+    area's id too. Every row names both sides and their denominators so it
+    stands alone in a spreadsheet.
+    """
     params = comparison.params
     shared = {
         "a": params.a.spec,
@@ -743,8 +994,13 @@ def comparison_csv(comparison: Comparison) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    for row in comparison.categories:
-        record = _category_json(row) | shared
+    records = []
+    for area in comparison.areas:
+        records.append({"level": "area"} | _area_json(area))
+        records += [{"level": "category", "area_id": area.area_id} | _category_json(row) for row in area.categories]
+    records += [{"level": "category"} | _category_json(row) for row in comparison.outside_areas]
+    for record in records:
+        record |= shared
         writer.writerow({key: _csv_safe("" if value is None else value) for key, value in record.items()})
     return out.getvalue()
 
@@ -904,12 +1160,25 @@ class PinnedStatus(SavedEntry):
     def improvements(self) -> list[CategoryRow]:
         return self.comparison.improvements
 
+    @property
+    def area_regressions(self) -> list[AreaRow]:
+        return self.comparison.area_regressions
+
+    @property
+    def area_improvements(self) -> list[AreaRow]:
+        return self.comparison.area_improvements
+
+    @property
+    def regressed(self) -> bool:
+        return self.comparison.regressed
+
 
 def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OVERVIEW) -> list[PinnedStatus]:
-    """Every pinned comparison with its significant regressions, for the overview; regressed ones first.
+    """Every pinned comparison with its significant regressions (areas and categories), for the overview;
+    regressed ones first.
 
     Three queries however many pins: the pins, one aggregate over the union
-    of their sides and windows, the category names. Each pin then takes its
+    of their sides and windows (with the areas' names), the category names. Each pin then takes its
     own rows from the shared aggregate.
     """
     pins = list(SavedComparison.objects.filter(pinned=True).order_by("-created_at", "-id")[:limit])
@@ -932,4 +1201,4 @@ def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OV
         for pin, params in zip(pins, all_params)
     ]
     # What needs attention first; otherwise newest first (a stable sort keeps that order).
-    return sorted(statuses, key=lambda status: not status.regressions)
+    return sorted(statuses, key=lambda status: not status.regressed)

@@ -141,10 +141,10 @@ def cluster_run_execute(*, run_id: int) -> ClusterRun | None:
     return run
 
 
-# An item stays in the category it had when that category's centroid is at
-# most this much less similar than the one the new run puts it in: runs over
-# slightly different data then keep what people have already seen.
-STICKY_MARGIN = 0.05
+# An earlier item stays in its category unless an existing category's
+# centroid is more than this much more similar: runs over slightly
+# different data keep what people have already seen.
+STICKY_MARGIN = 0.15
 REPRESENTATIVES = 5
 # A new cluster continues an existing category (or area) when at least this
 # share of its items were in it, and this share of those items came along.
@@ -337,7 +337,12 @@ def _reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _P
 
     categories = [category_of_cluster.get(label) if label >= 0 else None for label in labels.tolist()]
     similarity = result.similarity.copy()
-    kept = _keep_previous(vectors, categories, similarity, previous_final, final, category_of_cluster, result)
+    kept = _keep_previous(
+        run, vectors, categories, similarity, previous_final, final, category_of_cluster, result,
+        min_size=(clustering.ClusterParams(**run.params) if run.params else clustering.ClusterParams()).min_cluster_size,
+    )
+    created -= len({c.id for c in category_of_cluster.values() if c is not None and c.created_by_run_id == run.id}
+                   - {c.id for c in categories if c is not None})
     for i, category in enumerate(categories):
         if category is None:
             labels[i] = -1
@@ -375,12 +380,16 @@ def _unique_name(name: str, taken: set[str]) -> str:
     return f"{name} ({number})"
 
 
-def _keep_previous(vectors, categories, similarity, previous_final, final, category_of_cluster, result) -> int:
-    """Let items stay in the open category they were in when it is nearly as close (STICKY_MARGIN).
+def _keep_previous(run, vectors, categories, similarity, previous_final, final, category_of_cluster, result, min_size) -> int:
+    """Keep earlier items in the open category they were in; returns how many stayed because of this.
 
-    The category's centroid is this run's when a cluster continues it, else
-    its stored one. Changes `categories` and `similarity` in place; returns
-    how many items stayed because of it.
+    An item leaves its category only for an existing category that is
+    clearly closer (by more than STICKY_MARGIN); it never leaves for a
+    category this run created, which gathers new and unsorted items only.
+    A new category left with fewer than `min_size` items is dropped again
+    (its items wait unsorted). The category's centroid is this run's when a
+    cluster continues it, else its stored one. Changes `categories` and
+    `similarity` in place.
     """
     centroid_now: dict[int, np.ndarray] = {}
     for cluster, category in category_of_cluster.items():
@@ -391,7 +400,8 @@ def _keep_previous(vectors, categories, similarity, previous_final, final, categ
         if previous_id is None:
             continue
         previous = final[previous_id]
-        if previous.status not in OPEN_STATUSES or (categories[i] is not None and categories[i].id == previous_id):
+        now = categories[i]
+        if previous.status not in OPEN_STATUSES or (now is not None and now.id == previous_id):
             continue
         centroid = centroid_now.get(previous_id)
         if centroid is None:
@@ -399,10 +409,17 @@ def _keep_previous(vectors, categories, similarity, previous_final, final, categ
         if centroid is None:
             continue
         stay = float(vectors[i] @ centroid)
-        if stay >= similarity[i] - STICKY_MARGIN and stay >= settings.ASSIGN_SIMILARITY_THRESHOLD * 0.5:
+        created_now = now is None or now.created_by_run_id == run.id
+        if created_now or stay >= similarity[i] - STICKY_MARGIN:
             categories[i] = previous
             similarity[i] = stay
             kept += 1
+    members = Counter(c.id for c in categories if c is not None and c.created_by_run_id == run.id)
+    too_small = {c.id for c in categories if c is not None and c.created_by_run_id == run.id and members[c.id] < min_size}
+    for i, category in enumerate(categories):
+        if category is not None and category.id in too_small:
+            categories[i] = None
+    Category.objects.filter(id__in=too_small).delete()
     return kept
 
 

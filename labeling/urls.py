@@ -3,6 +3,7 @@
 from django.urls import path
 
 from labeling import views
+from labeling.views_areas import urlpatterns as area_urls
 from labeling.views_categories import urlpatterns as category_urls
 from labeling.views_compare import urlpatterns as compare_urls
 from labeling.views_review import urlpatterns as review_urls
@@ -11,6 +12,7 @@ urlpatterns = [
     path("", views.overview, name="home"),
     path("search/", views.search, name="search"),
     *category_urls,
+    *area_urls,
     *review_urls,
     *compare_urls,
 ]

@@ -16,10 +16,12 @@ from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from labeling import area_selectors
+from labeling import area_services
 from labeling import category_selectors as selectors
 from labeling import category_services as services
 from labeling.audit import audit_trail
-from labeling.models import Category, ClusterRun
+from labeling.models import Area, Category, ClusterRun
 from labeling.permissions import admin_required, is_admin, reviewer_required
 from labeling.services import RunAlreadyActive
 
@@ -51,25 +53,40 @@ def _ids(values: list[str]) -> list[int] | None:
 @reviewer_required
 @require_GET
 def category_list(request: HttpRequest) -> HttpResponse:
+    model_version = request.GET.get("model_version", "").strip()
+    areas = area_selectors.areas_by_id(model_version=model_version)
+    area_filter = area_selectors.area_filter_parse(request.GET.get("area", ""), areas=areas)
     filters = selectors.CategoryListFilters(
         status=request.GET.get("status", selectors.DEFAULT_STATUS),
-        model_version=request.GET.get("model_version", "").strip(),
+        model_version=model_version,
         search=request.GET.get("q", "").strip(),
         sort=request.GET.get("sort", selectors.DEFAULT_SORT),
+        area=area_filter.value,
+    )
+    thumbs_down = selectors.thumbs_down_by_version()
+    # Grouped by area once there are areas; until the first run makes some, the plain list.
+    area_order = area_selectors.area_order_key(areas) if areas else None
+    page = selectors.category_list_page(
+        filters=filters, page_number=request.GET.get("page"), thumbs_down=thumbs_down, area_order=area_order
     )
     context = {
-        "page_obj": selectors.category_list_page(filters=filters, page_number=request.GET.get("page")),
+        "page_obj": page,
+        "area_groups": area_selectors.area_groups(page.object_list, areas=areas) if areas else None,
         "filters": filters,
+        "area_filter": area_filter,
+        "area_choices": [area for area in areas.values() if area.status != Area.Status.MERGED],
         "status_choices": selectors.STATUS_CHOICES,
         "sort_choices": selectors.SORT_CHOICES,
-        "model_versions": selectors.model_versions(),
+        "model_versions": sorted(version for version in thumbs_down if version),
         "merge_suggestions": selectors.merge_suggestions(),
     }
     return render(request, "labeling/categories/list.html", context)
 
 
 def _category_or_404(category_id: int) -> Category:
-    return get_object_or_404(Category.objects.select_related("merged_into", "created_by_run"), id=category_id)
+    return get_object_or_404(
+        Category.objects.select_related("merged_into", "created_by_run", "area").defer("area__centroid"), id=category_id
+    )
 
 
 def _detail_response(request: HttpRequest, category: Category, *, status: int = 200, **extra) -> HttpResponse:
@@ -79,6 +96,7 @@ def _detail_response(request: HttpRequest, category: Category, *, status: int = 
         variant=request.GET.get("variant", ""),
         assigned_by=request.GET.get("assigned_by", ""),
     )
+    breakdown = selectors.category_item_breakdown(category=category)
     context = {
         "category": category,
         "representatives": selectors.category_representatives(category=category),
@@ -86,11 +104,12 @@ def _detail_response(request: HttpRequest, category: Category, *, status: int = 
             category=category, filters=filters, page_number=request.GET.get("page")
         ),
         "filters": filters,
-        "facets": selectors.category_item_facets(category=category),
+        "facets": breakdown.facets,
         "rating_choices": selectors.RATING_CHOICES,
         "assigned_by_choices": selectors.ASSIGNED_BY_CHOICES,
-        "version_counts": selectors.category_version_counts(category=category),
+        "version_counts": breakdown.version_counts,
         "merge_targets": selectors.category_merge_targets(category=category),
+        "area_targets": area_selectors.area_choices() if category.status != Category.Status.MERGED else [],
         "events": audit_trail(category=category),
         "can_delete": is_admin(request.user),
         "split_selected": set(),
@@ -196,6 +215,21 @@ def category_split(request: HttpRequest, category_id: int) -> HttpResponse:
         return _refused(request, category_id, refusal, split_selected=set(item_ids or []), split_name=name)
     messages.success(request, f"Split {new.size} items into the new category “{new.name}”.")
     return redirect("category_detail", category_id=new.id)
+
+
+@reviewer_required
+@require_POST
+def category_move_to_area(request: HttpRequest, category_id: int) -> HttpResponse:
+    _category_or_404(category_id)
+    area_id = _int_or_none(request.POST.get("area"))
+    try:
+        if area_id is None:
+            raise services.CategoryRefused("Choose the area to move it to.", field="area")
+        category = area_services.category_move_to_area(category_id=category_id, area_id=area_id, user=request.user)
+    except services.CategoryRefused as refusal:
+        return _refused(request, category_id, refusal)
+    messages.success(request, f"“{category.name}” is in the area “{category.area.name}” now; cluster runs keep it there.")
+    return redirect("category_detail", category_id=category_id)
 
 
 @admin_required
@@ -305,6 +339,7 @@ urlpatterns = [
     path("categories/<int:category_id>/merge", category_merge, name="category_merge"),
     path("categories/<int:category_id>/split", category_split, name="category_split"),
     path("categories/<int:category_id>/delete", category_delete, name="category_delete"),
+    path("categories/<int:category_id>/area", category_move_to_area, name="category_move_to_area"),
     path("runs/", run_list, name="run_list"),
     path("runs/start", run_start, name="run_start"),
     path("runs/<int:run_id>/", run_detail, name="run_detail"),

@@ -16,7 +16,7 @@ from django.utils import timezone
 from exports.models import Dataset
 from feedback import services
 from feedback.models import ApiToken, FeedbackItem
-from labeling.models import Category, ClusterRun, SavedComparison
+from labeling.models import Area, Category, ClusterRun, SavedComparison
 from feedback.signatures import sign
 from tests.factories import client_for, post_signed, rating_event, signed_headers, source_make, user_make
 
@@ -57,6 +57,7 @@ def objects():
         "slug": source.slug,
         "item_id": item.id,
         "category_id": Category.objects.create(name="c").id,
+        "area_id": Area.objects.create(name="a").id,
         "run_id": ClusterRun.objects.create(trigger="command", active=None, status="done").id,
         "dataset_id": Dataset.objects.create(name="d", purpose="train").id,
         "saved_id": SavedComparison.objects.create(a_version="1", b_version="2").id,

@@ -73,9 +73,11 @@ def worker(tmp_path):
 def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_each_item_once(worker):
     process, log_path = worker
     source, _ = source_make()
+    # 256 distinct texts in words: numbers and file names are masked before embedding.
+    words = "amber birch cedar delta ember fjord grove heron iris juniper kestrel lotus maple nectar onyx pine".split()
     texts = [
-        f"Report {i}: the agent rewrote module_{i}.py although I asked for a change in helper_{i % 7}.py; "
-        + "it then ran the whole test suite again and again without reading the failures. " * 6
+        f"Report {words[i % 16]} {words[i // 16]}: the agent rewrote the parser although I asked for a change "
+        "in the helper; " + "it then ran the whole test suite again and again without reading the failures. " * 6
         for i in range(256)
     ]
     items = FeedbackItem.objects.bulk_create(

@@ -1,0 +1,122 @@
+"""Area pages: the list, an area's page, and the decisions taken on it.
+
+Thin views, like the category pages: read the request, call one selector or
+service, render. Reading and deciding both need the reviewer role (as every
+category page does). A refused decision answers with the page and a message:
+422 when a form field is at fault, 409 when the area's state forbids it.
+"""
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from labeling import area_selectors as selectors
+from labeling import area_services as services
+from labeling.audit import audit_trail
+from labeling.category_services import CategoryRefused
+from labeling.models import Area
+from labeling.permissions import reviewer_required
+from labeling.views_categories import _int_or_none
+
+
+@reviewer_required
+@require_GET
+def area_list(request: HttpRequest) -> HttpResponse:
+    context = {
+        "areas": selectors.area_list(),
+        "merged": selectors.areas_merged(),
+        "unsorted_total": selectors.unsorted_total(),
+    }
+    return render(request, "labeling/areas/list.html", context)
+
+
+def _area_or_404(area_id: int) -> Area:
+    area = selectors.area_with_counts(area_id=area_id)
+    if area is None:
+        raise Http404("No such area.")
+    return area
+
+
+def _detail_response(request: HttpRequest, area: Area, *, status: int = 200, **extra) -> HttpResponse:
+    is_open = area.status != Area.Status.MERGED
+    context = {
+        "area": area,
+        "categories": selectors.area_categories(area=area),
+        "page_obj": selectors.area_unsorted_page(area=area, page_number=request.GET.get("page")),
+        "unsorted_total": selectors.unsorted_total(),
+        "merge_targets": selectors.area_merge_targets(area=area) if is_open else [],
+        "events": audit_trail(area=area),
+        "rename_name": area.name,
+        "rename_error": "",
+        **extra,
+    }
+    return render(request, "labeling/areas/detail.html", context, status=status)
+
+
+def _refused(request: HttpRequest, area_id: int, refusal: CategoryRefused, **extra) -> HttpResponse:
+    messages.error(request, refusal.message)
+    return _detail_response(request, _area_or_404(area_id), status=422 if refusal.field else 409, **extra)
+
+
+@reviewer_required
+@require_GET
+def area_detail(request: HttpRequest, area_id: int) -> HttpResponse:
+    return _detail_response(request, _area_or_404(area_id))
+
+
+@reviewer_required
+@require_POST
+def area_rename(request: HttpRequest, area_id: int) -> HttpResponse:
+    _area_or_404(area_id)
+    name = request.POST.get("name", "")
+    try:
+        area = services.area_rename(area_id=area_id, user=request.user, name=name)
+    except CategoryRefused as refusal:
+        if refusal.field != "name":
+            return _refused(request, area_id, refusal)
+        # The error stands at the field, with what was typed (less any NUL), so a fix is one edit.
+        return _detail_response(
+            request, _area_or_404(area_id), status=422, rename_name=name.replace("\x00", ""), rename_error=refusal.message
+        )
+    messages.success(request, f"Saved “{area.name}”. Cluster runs keep a name a reviewer saved.")
+    return redirect("area_detail", area_id=area_id)
+
+
+@reviewer_required
+@require_POST
+def area_confirm(request: HttpRequest, area_id: int) -> HttpResponse:
+    _area_or_404(area_id)
+    try:
+        area = services.area_confirm(area_id=area_id, user=request.user)
+    except CategoryRefused as refusal:
+        return _refused(request, area_id, refusal)
+    messages.success(request, f"Confirmed “{area.name}”.")
+    return redirect("area_detail", area_id=area_id)
+
+
+@reviewer_required
+@require_POST
+def area_merge(request: HttpRequest, area_id: int) -> HttpResponse:
+    source = _area_or_404(area_id)
+    target_id = _int_or_none(request.POST.get("target"))
+    try:
+        if target_id is None:
+            raise services.AreaRefused("Choose the area to merge into.", field="target")
+        target = services.area_merge(area_id=area_id, target_id=target_id, user=request.user)
+    except CategoryRefused as refusal:
+        return _refused(request, area_id, refusal)
+    messages.success(
+        request, f"Merged “{source.name}” into “{target.name}”; its categories and unsorted items are here now."
+    )
+    return redirect("area_detail", area_id=target.id)
+
+
+urlpatterns = [
+    path("areas/", area_list, name="area_list"),
+    path("areas/<int:area_id>/", area_detail, name="area_detail"),
+    path("areas/<int:area_id>/rename", area_rename, name="area_rename"),
+    path("areas/<int:area_id>/confirm", area_confirm, name="area_confirm"),
+    path("areas/<int:area_id>/merge", area_merge, name="area_merge"),
+]
