@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from feedback import custom_patterns
 from feedback.models import ApiToken, Embedding, FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn, first_error, unstorable_error
-from feedback.scrubber import scrub
 from feedback.signatures import secret_generate, secret_key
 from feedback.text import EMBED_RECIPE, embed_text
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling import clustering
-from labeling.models import Assignment, Category, ClusterRun
+from labeling.models import Assignment, AuditEvent, Category, ClusterRun
 
 PAGE_SIZE = 50
 GROWTH_WINDOW = timedelta(days=7)
@@ -316,6 +316,20 @@ def run_list_page(*, page_number) -> Page:
 def run_new_categories(*, run: ClusterRun) -> QuerySet[Category]:
     """The categories this run proposed (as they are now: reviewers may have renamed them)."""
     return Category.objects.filter(created_by_run=run).only("id", "name", "status", "size").order_by("-size", "id")
+
+
+def run_changes(*, run: ClusterRun) -> dict[str, list[dict]]:
+    """What the run did to categories that existed before it: renamed, resized and retired, with before and after."""
+    changes: dict[str, list[dict]] = {"renamed": [], "resized": [], "retired": []}
+    suffix = f" by cluster run #{run.id}"
+    events = AuditEvent.objects.filter(action__endswith=suffix).select_related("category").order_by("id")
+    for event in events:
+        verb = event.action.removesuffix(suffix)
+        if verb in changes and event.category is not None and isinstance(event.details, dict) and event.details:
+            change = next(iter(event.details.values()))
+            if isinstance(change, dict):
+                changes[verb].append({"category": event.category, "before": change.get("before"), "after": change.get("after")})
+    return changes
 
 
 def run_duration(*, run: ClusterRun, now: datetime | None = None) -> timedelta | None:

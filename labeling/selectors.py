@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.compare import day_start
-from labeling.models import Area, AuditEvent, Category, ClusterRun, Label
+from labeling.models import Area, Category, ClusterRun, Label
 
 
 @dataclass
@@ -225,16 +225,3 @@ def search_choices() -> dict:
         "kinds": FeedbackItem.Kind.choices,
     }
 
-
-def run_changes(*, run) -> dict[str, list]:
-    """What a cluster run did to the categories: created, renamed, resized and retired, each with its figures."""
-    changes: dict[str, list] = {"created": [], "renamed": [], "resized": [], "retired": []}
-    changes["created"] = list(Category.objects.filter(created_by_run=run).order_by("-size", "id").only("id", "name", "size"))
-    suffix = f" by cluster run #{run.id}"
-    events = AuditEvent.objects.filter(action__endswith=suffix).select_related("category").order_by("id")
-    for event in events:
-        verb = event.action[: -len(suffix)]
-        if verb in changes and event.category is not None:
-            detail = next(iter(event.details.values()), {}) if isinstance(event.details, dict) else {}
-            changes[verb].append({"category": event.category, "before": detail.get("before"), "after": detail.get("after")})
-    return changes

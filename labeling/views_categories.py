@@ -310,6 +310,7 @@ def _run_context(run: ClusterRun) -> dict:
         "counts": _run_counts(run),
         "active": run.status in (ClusterRun.Status.QUEUED, ClusterRun.Status.RUNNING),
         "new_categories": selectors.run_new_categories(run=run) if done else [],
+        "changes": selectors.run_changes(run=run) if done else {},
     }
 
 

@@ -108,3 +108,24 @@ def test_reviewer_decisions_on_areas_and_categories_survive_a_rerun():
     categories[1].refresh_from_db()
     assert categories[1].area_id == other_area.id
     assert Area.objects.get(id=areas[0].id).name == "Tests and verification"
+
+
+def test_a_runs_page_lists_what_it_created_renamed_resized_and_retired(client):
+    from tests.factories import client_for
+
+    load_and_embed(FIRST)
+    first = run_clustering()
+    category = Category.objects.filter(size__gt=0).order_by("-size").first()
+    Category.objects.filter(id=category.id).update(name="Old name")
+    emptied = Category.objects.filter(size__gt=0).exclude(id=category.id).order_by("size").first()
+    # Archived by a reviewer: the next run leaves it empty.
+    Category.objects.filter(id=emptied.id).update(status=Category.Status.ARCHIVED)
+    load_and_embed(FIRST + MORE)
+    second = run_clustering()
+
+    reviewer = client_for(user_make("rex", "reviewer"))
+    page = reviewer.get(f"/runs/{second.id}/").content.decode()
+    assert 'id="run-resized"' in page and "Old name" in page
+    assert 'id="run-retired"' in page and emptied.name in page
+    first_page = reviewer.get(f"/runs/{first.id}/").content.decode()
+    assert 'id="run-new-categories"' in first_page and "No category was renamed." in first_page

@@ -134,7 +134,7 @@ def test_a_finished_run_stops_polling_and_shows_its_result_and_new_categories(re
     assert "hx-trigger" not in html and "hx-get" not in html
     result = html.split('id="run-result"')[1]
     assert "<dt>Clusters</dt><dd>4</dd>" in result and "<dt>New proposed categories</dt><dd>3</dd>" in result
-    assert "<dt>Unassigned</dt><dd>10</dd>" in result and "<dt>Matched to existing categories</dt><dd>1</dd>" in result
+    assert "<dt>Unsorted</dt><dd>10</dd>" in result and "<dt>Matched to existing categories</dt><dd>1</dd>" in result
     assert f'<a href="/categories/{new.id}/">Claims tests pass</a>' in html and "Older one" not in html
 
 

@@ -67,7 +67,7 @@ def test_the_run_page_follows_a_run_until_it_is_done_and_then_stops_asking(page,
         counts={"items": 30, "clusters": 2, "matched": 2, "new": 0, "assigned": 28, "unassigned": 2},
     )
     page.locator("#run-status", has_text="Done").wait_for()
-    assert "<dt>Unassigned</dt><dd>2</dd>" in page.locator("#run-result").inner_html()
+    assert "<dt>Unsorted</dt><dd>2</dd>" in page.locator("#run-result").inner_html()
     polled = len(requests)
     page.wait_for_timeout(2500)
     assert len(requests) == polled
