@@ -676,27 +676,41 @@ def name_clusters(texts: list[str], labels: np.ndarray, *, max_words: int = 5) -
     clusters = [int(c) for c in np.unique(labels) if c >= 0]
     if not clusters:
         return {}
-    phrases_of = [_phrases(text, max_words, ENGLISH_STOP_WORDS) for text in texts]
-    total: dict[str, int] = {}
-    for phrases in phrases_of:
-        for phrase in phrases:
-            total[phrase] = total.get(phrase, 0) + 1
     n = len(texts)
+    phrases_of: dict[int, set[str]] = {}
+
+    def phrases(i: int) -> set[str]:
+        if i not in phrases_of:
+            phrases_of[i] = _phrases(texts[i], max_words, ENGLISH_STOP_WORDS)
+        return phrases_of[i]
+
+    # Shares are estimated on evenly spaced samples, so 100,000 texts cost
+    # about as much as _NAMING_SAMPLE: the phrase a cluster is known by is
+    # common in it by definition.
+    everyone = _evenly(np.arange(n), _NAMING_SAMPLE * 4)
+    total: dict[str, int] = {}
+    for i in everyone.tolist():
+        for phrase in phrases(i):
+            total[phrase] = total.get(phrase, 0) + 1
     sizes = {c: int((labels == c).sum()) for c in clusters}
     names: dict[int, str] = {}
     taken: set[str] = set()
     for cluster in sorted(clusters, key=lambda c: (-sizes[c], c)):
+        members = _evenly(np.flatnonzero(labels == cluster), _NAMING_SAMPLE)
         inside: dict[str, int] = {}
-        for i in np.flatnonzero(labels == cluster):
-            for phrase in phrases_of[i]:
+        for i in members.tolist():
+            for phrase in phrases(i):
                 inside[phrase] = inside.get(phrase, 0) + 1
-        size, rest = sizes[cluster], max(n - sizes[cluster], 1)
+        size = len(members)
+        # The cluster's expected share of the overall sample, to leave it out of "outside".
+        own_in_total = sizes[cluster] * len(everyone) / n
+        rest = max(len(everyone) - own_in_total, 1.0)
         scored = []
         for phrase, count in inside.items():
             share = count / size
             if count < 2 and size > 2:
                 continue
-            outside = (total[phrase] - count) / rest
+            outside = max(total.get(phrase, 0) - share * own_in_total, 0.0) / rest
             lift = math.log((share + 0.01) / (outside + 0.01))
             if lift <= 0:
                 continue
@@ -707,6 +721,16 @@ def name_clusters(texts: list[str], labels: np.ndarray, *, max_words: int = 5) -
         taken.add(name)
         names[cluster] = _capitalise(name) if name else f"Unnamed group {cluster + 1}"
     return names
+
+
+_NAMING_SAMPLE = 500
+
+
+def _evenly(indices: np.ndarray, at_most: int) -> np.ndarray:
+    """At most `at_most` of the indices, evenly spaced (all of them when there are fewer)."""
+    if len(indices) <= at_most:
+        return indices
+    return indices[np.linspace(0, len(indices) - 1, at_most).astype(np.int64)]
 
 
 def _phrases(text: str, max_words: int, stop_words) -> set[str]:
