@@ -21,6 +21,7 @@ RATINGS = [("", "any rating"), ("up", "thumbs-up"), ("down", "thumbs-down"), ("n
 KINDS = [("rating", "Ratings"), ("report", "Reports")]
 FILTER_FIELDS = (
     "categories",
+    "areas",
     "verdicts",
     "tags",
     "rating",
@@ -57,6 +58,12 @@ class DatasetForm(forms.Form):
     categories = forms.TypedMultipleChoiceField(
         coerce=int, required=False, widget=forms.SelectMultiple(attrs={"size": 6})
     )
+    areas = forms.TypedMultipleChoiceField(
+        coerce=int,
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 4}),
+        help_text="Items in these areas, in one of their categories or unsorted.",
+    )
     verdicts = forms.MultipleChoiceField(
         choices=Label.Verdict.choices, required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -80,6 +87,14 @@ class DatasetForm(forms.Form):
         stored = dataset.filters if dataset is not None else {}
         self.fields["categories"].choices = [
             (c.id, f"{c.name} ({c.get_status_display().lower()})") for c in choices["categories"]
+        ]
+        open_areas = [(a.id, f"{a.name} ({a.get_status_display().lower()})") for a in choices["areas"]]
+        # An area the dataset names that has since been merged stays selectable, so saving keeps it.
+        offered = {area_id for area_id, _ in open_areas}
+        self.fields["areas"].choices = open_areas + [
+            (area_id, f"area #{area_id} (merged: exports follow the merge)")
+            for area_id in stored.get("areas", [])
+            if area_id not in offered
         ]
         self.fields["model_versions"].choices = _with_current(
             choices["model_versions"], stored.get("model_versions", [])
@@ -130,6 +145,7 @@ class DatasetForm(forms.Form):
         data = self.cleaned_data
         filters = {
             "categories": data["categories"],
+            "areas": data["areas"],
             "verdicts": data["verdicts"],
             "tags": list(dict.fromkeys(list(data["tags"]) + data["other_tags"])),
             "rating": data["rating"] or None,

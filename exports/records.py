@@ -14,7 +14,7 @@ import numpy as np
 
 from feedback.scrubber import scrub, scrub_json
 from feedback.services import embed_text_for
-from labeling.models import Category, Label
+from labeling.models import Area, Category, Label
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -55,6 +55,8 @@ class ExportRecord:
     vector: np.ndarray | None = None
     # Train export: the item is in an eval version; eval export: in a train version.
     in_opposite_purpose: bool = False
+    # The assignment's area (where it was merged to, if it was): counted in the manifest, not written.
+    area: str | None = None
     # Placeholder label ("EMAIL", "SECRET:aws_access_key") -> replacements made in this record.
     scrubbed: dict[str, int] = field(default_factory=dict)
 
@@ -109,6 +111,9 @@ ITEM_COLUMNS = (
     "assignment__category__status",
     "assignment__category__merged_into_id",
     "assignment__category__merged_into__name",
+    "assignment__area__name",
+    "assignment__area__status",
+    "assignment__area__merged_into__name",
 )
 VECTOR_COLUMN = "embedding__vector"
 OPPOSITE_COLUMN = "in_opposite_purpose"
@@ -120,6 +125,13 @@ def _assigned_category(row) -> tuple[int | None, str | None]:
     if row.assignment__category__status == Category.Status.MERGED and row.assignment__category__merged_into_id:
         return row.assignment__category__merged_into_id, row.assignment__category__merged_into__name
     return row.assignment__category_id, row.assignment__category__name
+
+
+def _assigned_area(row) -> str | None:
+    # One hop, as for categories: an area merge moves its assignments, so a longer chain is not left behind.
+    if row.assignment__area__status == Area.Status.MERGED and row.assignment__area__merged_into__name:
+        return row.assignment__area__merged_into__name
+    return row.assignment__area__name
 
 
 # The text fields of a record that an export writes: each passes through the scrubber.
@@ -134,6 +146,7 @@ SCRUBBED_TEXT_FIELDS = (
     "surface",
     "output",
     "category",
+    "area",
     "hint",
     "corrected_response",
 )
@@ -211,5 +224,6 @@ def record_from_row(row, *, label: Label | None, extra_patterns: Sequence[tuple[
         embedding_id=row.embedding_id,
         vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
         in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),
+        area=_assigned_area(row),
     )
     return scrub_record(record, extra_patterns=extra_patterns)

@@ -40,6 +40,12 @@ class DatasetFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     categories: list[RowId] = Field(default_factory=list, max_length=MAX_VALUES, description="Category ids.")
+    areas: list[RowId] = Field(
+        default_factory=list,
+        max_length=MAX_VALUES,
+        description="Area ids: items whose assignment is in one of these areas (in a category or unsorted). "
+        "A merged area's id stands for the area it was merged into.",
+    )
     verdicts: list[Verdict] = Field(default_factory=list, description="Verdict of the item's latest label.")
     tags: list[Value] = Field(default_factory=list, max_length=MAX_VALUES, description="Any of these label tags.")
     rating: Literal["up", "down", "none"] | None = Field(default=None, description="'none': items without a rating.")

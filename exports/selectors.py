@@ -26,7 +26,8 @@ from exports.records import (
 )
 from exports.schemas import DatasetFilters
 from feedback.models import FeedbackItem
-from labeling.models import Assignment, Category, Label
+from labeling.area_selectors import area_choices
+from labeling.models import Area, Assignment, Category, Label
 
 # Rows per round trip of the server-side cursor: large enough to amortise the
 # per-chunk prefetch queries, small enough that memory stays flat.
@@ -83,6 +84,24 @@ def categories_with_merged(category_ids: list[int]) -> set[int]:
     return wanted
 
 
+def areas_followed(area_ids: list[int]) -> set[int]:
+    """The areas a filter's ids mean: a merged area stands for the area it ended up in, and
+    every area merged into one of those is included too (an assignment may still name it)."""
+    merged = dict(
+        Area.objects.filter(status=Area.Status.MERGED, merged_into__isnull=False).values_list("id", "merged_into_id")
+    )
+
+    def final(area_id: int) -> int:
+        seen = set()
+        while area_id in merged and area_id not in seen:
+            seen.add(area_id)
+            area_id = merged[area_id]
+        return area_id
+
+    targets = {final(area_id) for area_id in area_ids}
+    return targets | {area_id for area_id in merged if final(area_id) in targets}
+
+
 def items_matching(*, filters: DatasetFilters) -> QuerySet[FeedbackItem]:
     """Items that may match: exact for item fields, a superset for label fields.
 
@@ -128,6 +147,9 @@ def items_matching(*, filters: DatasetFilters) -> QuerySet[FeedbackItem]:
         items = items.filter(
             _labels(category__in=ids) | Exists(Assignment.objects.filter(item=OuterRef("pk"), category__in=ids))
         )
+    if filters.areas:
+        # The area is the assignment's, whether a category of the area claims the item or it waits unsorted.
+        items = items.filter(assignment__area__in=areas_followed(filters.areas))
     return items
 
 
@@ -286,7 +308,7 @@ def version_diff(*, old: DatasetVersion, new: DatasetVersion, limit: int = 200) 
 
 
 def filter_choices() -> dict:
-    """What the dataset form offers: categories, versions, variants and sources that exist."""
+    """What the dataset form offers: categories, open areas, versions, variants and sources that exist."""
     from feedback.models import Source
 
     values = FeedbackItem.objects.order_by()
@@ -294,6 +316,7 @@ def filter_choices() -> dict:
         "categories": list(
             Category.objects.exclude(status=Category.Status.MERGED).only("id", "name", "status").order_by("name")
         ),
+        "areas": list(area_choices()),
         "model_versions": sorted(v for v in values.values_list("model_version", flat=True).distinct() if v),
         "variants": sorted(v for v in values.values_list("variant", flat=True).distinct() if v),
         "sources": list(Source.objects.only("id", "slug", "name").order_by("name")),
@@ -302,6 +325,7 @@ def filter_choices() -> dict:
 
 FILTER_LABELS = {
     "categories": "Categories",
+    "areas": "Areas",
     "verdicts": "Verdicts",
     "tags": "Tags (any)",
     "rating": "Rating",
@@ -318,10 +342,13 @@ FILTER_LABELS = {
 
 
 def filters_described(*, filters: dict) -> list[tuple[str, str]]:
-    """The stored filters as (label, text) lines for the pages; category ids become names."""
+    """The stored filters as (label, text) lines for the pages; category and area ids become names."""
     names = {}
     if filters.get("categories"):
         names = dict(Category.objects.filter(id__in=filters["categories"]).values_list("id", "name"))
+    area_names = {}
+    if filters.get("areas"):
+        area_names = dict(Area.objects.filter(id__in=filters["areas"]).values_list("id", "name"))
     lines = []
     for key, label in FILTER_LABELS.items():
         value = filters.get(key)
@@ -329,6 +356,8 @@ def filters_described(*, filters: dict) -> list[tuple[str, str]]:
             continue
         if key == "categories":
             text = ", ".join(names.get(category_id, f"#{category_id} (gone)") for category_id in value)
+        elif key == "areas":
+            text = ", ".join(area_names.get(area_id, f"#{area_id} (gone)") for area_id in value)
         elif isinstance(value, list):
             text = ", ".join(str(part) for part in value)
         elif value is True:

@@ -53,7 +53,7 @@ from feedback import custom_patterns
 from feedback.models import FeedbackItem, Source
 from feedback.scrubber import find_unscrubbed
 from labeling.audit import audit_record
-from labeling.models import Category
+from labeling.models import Area, Category
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +154,12 @@ def _check_filters(filters: DatasetFilters) -> None:
         for index, category_id in enumerate(filters.categories):
             if category_id not in known:
                 raise DatasetRefused(f"no category with id {category_id}", field=f"filters.categories[{index}]")
+    if filters.areas:
+        # Merged areas are accepted: at export time they stand for the area they went into.
+        known = set(Area.objects.filter(id__in=filters.areas).values_list("id", flat=True))
+        for index, area_id in enumerate(filters.areas):
+            if area_id not in known:
+                raise DatasetRefused(f"no area with id {area_id}", field=f"filters.areas[{index}]")
     if filters.sources:
         known = set(Source.objects.filter(slug__in=filters.sources).values_list("slug", flat=True))
         for index, slug in enumerate(filters.sources):
@@ -510,6 +516,7 @@ class _Counts:
     def __init__(self) -> None:
         self.items = 0
         self.by_category = Counter()
+        self.by_area = Counter()
         self.by_model_version = Counter()
         self.by_split = Counter()
         self.scrubbed = Counter()
@@ -519,6 +526,7 @@ class _Counts:
             self.items += 1
             self.scrubbed.update(record.scrubbed)
             self.by_category[record.category or "(none)"] += 1
+            self.by_area[record.area or "(none)"] += 1
             self.by_model_version[record.model_version or "(none)"] += 1
             self.by_split[record.split or "unlabelled"] += 1
 
@@ -526,6 +534,7 @@ class _Counts:
         return {
             "items": self.items,
             "by_category": dict(sorted(self.by_category.items())),
+            "by_area": dict(sorted(self.by_area.items())),
             "by_model_version": dict(sorted(self.by_model_version.items())),
             "by_split": dict(sorted(self.by_split.items())),
         }

@@ -33,8 +33,9 @@ class CompareSideOut(Schema):
     up_rate_ci: list[float | None] | None
 
 
-class CompareCategoryOut(Schema):
-    category_id: int
+class _CompareRowOut(Schema):
+    """The figures of one row of a comparison (a category or an area)."""
+
     name: str
     status: str
     signals_a: int
@@ -58,31 +59,14 @@ class CompareCategoryOut(Schema):
     items_b_url: str
 
 
-class CompareAreaOut(Schema):
+class CompareCategoryOut(_CompareRowOut):
+    category_id: int
+
+
+class CompareAreaOut(_CompareRowOut):
     """An area's figures: every signal whose assignment names the area, its unsorted ones included."""
 
     area_id: int
-    name: str
-    status: str
-    signals_a: int
-    signals_b: int
-    down_a: int
-    down_b: int
-    rate_a: float | None
-    rate_b: float | None
-    difference: float | None
-    ci_low: float | None
-    ci_high: float | None
-    z: float | None
-    p_value: float | None
-    p_adjusted: float | None
-    tested: bool
-    significant: bool
-    direction: str
-    is_new: bool
-    is_gone: bool
-    items_a_url: str
-    items_b_url: str
     unsorted_signals_a: int
     unsorted_signals_b: int
     unsorted_down_a: int

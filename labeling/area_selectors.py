@@ -53,6 +53,21 @@ def area_list() -> list[Area]:
     return areas
 
 
+def top_areas(*, limit: int = 10) -> list[Area]:
+    """The open areas with the most items, for the overview: counts and share of all thumbs-down, in one query."""
+    # The denominator rides along as a scalar subquery so the overview's query count does not grow with it.
+    all_downs = FeedbackItem.objects.filter(rating=-1).order_by().values("rating").annotate(n=Count("id")).values("n")[:1]
+    areas = list(
+        _with_counts(Area.objects.filter(status__in=OPEN_STATUSES))
+        .annotate(total_down=Coalesce(Subquery(all_downs, output_field=IntegerField()), Value(0)))
+        .filter(n_items__gt=0)
+        .order_by("-n_items", Lower("name"), "id")[:limit]
+    )
+    for area in areas:
+        area.down_share = 100 * area.thumbs_down / area.total_down if area.total_down else None
+    return areas
+
+
 def areas_merged() -> QuerySet[Area]:
     """Merged areas and where they went, newest first."""
     return (

@@ -28,7 +28,7 @@ class AreaRefused(CategoryRefused):
 
 def _locked(area_id: int) -> Area:
     try:
-        return Area.objects.select_for_update().select_related("merged_into").get(id=area_id)
+        return Area.objects.select_for_update(of=("self",)).select_related("merged_into").get(id=area_id)
     except Area.DoesNotExist:
         raise AreaRefused("That area no longer exists.") from None
 
@@ -123,7 +123,7 @@ def area_merge(*, area_id: int, target_id: int, user) -> Area:
         raise AreaRefused("An area cannot be merged into itself.", field="target")
     # Lock in id order so two merges of the same pair in opposite directions
     # cannot deadlock; the second then sees the first's result and is refused.
-    rows = Area.objects.select_for_update().select_related("merged_into").filter(id__in=[area_id, target_id])
+    rows = Area.objects.select_for_update(of=("self",)).select_related("merged_into").filter(id__in=[area_id, target_id])
     locked = {a.id: a for a in rows.order_by("id")}
     if area_id not in locked:
         raise AreaRefused("That area no longer exists.")
@@ -184,11 +184,11 @@ def area_merge(*, area_id: int, target_id: int, user) -> Area:
 def category_move_to_area(*, category_id: int, area_id: int, user) -> Category:
     """Put a category (and its items) in an area; cluster runs keep it there."""
     try:
-        category = Category.objects.select_for_update().select_related("area").get(id=category_id)
+        category = Category.objects.select_for_update(of=("self",)).select_related("area").get(id=category_id)
     except Category.DoesNotExist:
         raise AreaRefused("That category no longer exists.") from None
     try:
-        area = Area.objects.select_for_update().select_related("merged_into").get(id=area_id)
+        area = Area.objects.select_for_update(of=("self",)).select_related("merged_into").get(id=area_id)
     except Area.DoesNotExist:
         raise AreaRefused("That area no longer exists.", field="area") from None
     if category.status == Category.Status.MERGED:

@@ -460,7 +460,7 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
     are created and named like categories, and an unsorted item goes to the
     area whose categories are nearest (its "unsorted" bucket there).
     """
-    existing = {a.id: a for a in Area.objects.select_for_update().select_related("merged_into")}
+    existing = {a.id: a for a in Area.objects.select_for_update(of=("self",)).select_related("merged_into")}
     final = {aid: _final_area(a) for aid, a in existing.items()}
     item_area_index = result.item_areas(vectors) if result.n_areas else np.full(len(item_ids), -1)
     # Areas follow the categories: an item kept in its old category counts for that category's group.

@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from labeling import selectors
+from labeling import area_selectors, selectors
 from labeling.compare import pinned_regressions
 from labeling.permissions import is_reviewer, reviewer_required
 from labeling.search_form import SearchForm
@@ -23,6 +23,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "chart": {"days": days, "series": [vars(s) for s in series]},
         "versions": selectors.version_summary(),
         "top_categories": selectors.top_categories(limit=10),
+        "top_areas": area_selectors.top_areas(limit=10),
         "health": selectors.pipeline_health(),
         "pinned_comparisons": pinned_regressions(),
     }
