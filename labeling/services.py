@@ -463,11 +463,14 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
     existing = {a.id: a for a in Area.objects.select_for_update(of=("self",)).select_related("merged_into")}
     final = {aid: _final_area(a) for aid, a in existing.items()}
     item_area_index = result.item_areas(vectors) if result.n_areas else np.full(len(item_ids), -1)
-    # Areas follow the categories: an item kept in its old category counts for that category's group.
-    group_of_category: dict[int, int] = {}
-    for i, category in enumerate(plan.categories):
-        if category is not None and plan.labels[i] >= 0 and result.area_of_cluster is not None:
-            group_of_category.setdefault(category.id, int(result.area_of_cluster[result.labels[i]]) if result.labels[i] >= 0 else -1)
+    # A category's group is the one most of its items' clusters are in (an
+    # item kept in its earlier category still votes with its new cluster).
+    votes: dict[int, Counter] = {}
+    if result.area_of_cluster is not None:
+        for i, category in enumerate(plan.categories):
+            if category is not None and result.labels[i] >= 0:
+                votes.setdefault(category.id, Counter())[int(result.area_of_cluster[result.labels[i]])] += 1
+    group_of_category = {category_id: counts.most_common(1)[0][0] for category_id, counts in votes.items()}
     groups = np.array(
         [group_of_category.get(c.id, int(item_area_index[i])) if c is not None else int(item_area_index[i])
          for i, c in enumerate(plan.categories)],
@@ -493,12 +496,11 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
     area_of_category: dict[int, Area | None] = {}
     seen_categories = {c.id: c for c in plan.categories if c is not None}
     for category_id, category in seen_categories.items():
-        if category.area_by_reviewer and category.area_id:
-            area = final.get(category.area_id)
-        else:
-            area = area_of_group.get(group_of_category.get(category_id, -1))
-            if area is not None and category.area_id != area.id:
-                Category.objects.filter(id=category_id).update(area=area)
+        area = area_of_group.get(group_of_category.get(category_id, -1))
+        if (category.area_by_reviewer or area is None) and category.area_id in final:
+            area = final[category.area_id]  # placed by a reviewer, or no cluster of this run speaks for it
+        elif area is not None and category.area_id != area.id:
+            Category.objects.filter(id=category_id).update(area=area)
         area_of_category[category_id] = area
     _areas_refresh_centroids()
     return [
