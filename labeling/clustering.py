@@ -295,21 +295,6 @@ def assign_to_nearest(
     return index, similarity
 
 
-def representatives(
-    vectors: np.ndarray, labels: np.ndarray, centroids: np.ndarray, *, n: int = 5
-) -> dict[int, list[int]]:
-    """Indices of the (up to) n items of each cluster closest to its centroid."""
-    x = _unit_rows(vectors)
-    labels = np.asarray(labels)
-    out: dict[int, list[int]] = {}
-    for cluster, centroid in enumerate(_unit_rows(centroids)):
-        members = np.flatnonzero(labels == cluster)
-        similarity = x[members] @ centroid
-        # Stable sort: ties keep item order, so the choice is reproducible.
-        out[cluster] = members[np.argsort(-similarity, kind="stable")[:n]].tolist()
-    return out
-
-
 def describe_clusters(texts: list[str], labels: np.ndarray, *, top_n: int = 8) -> dict[int, list[str]]:
     """Keywords per cluster by class-based TF-IDF (c-TF-IDF, as in BERTopic).
 
@@ -341,33 +326,6 @@ def describe_clusters(texts: list[str], labels: np.ndarray, *, top_n: int = 8) -
         order = np.argsort(-scores[row], kind="stable")
         out[cluster] = [str(terms[i]) for i in order[:top_n] if scores[row, i] > 0]
     return out
-
-
-def name_from_keywords(keywords: list[str], *, max_terms: int = 3) -> str:
-    """A short readable name from c-TF-IDF keywords, e.g. "Lost card / Ordered / Arrived".
-
-    Takes keywords in order and never repeats a word: a keyword sharing a
-    word with a term already taken is skipped, unless it contains all of
-    that term's words and more, in which case it replaces it (so "card"
-    then "lost card" gives "Lost card", not both). Plurals count as the
-    same word ("limit", "limits").
-    """
-    chosen: list[str] = []
-    for keyword in keywords:
-        words = _stems(keyword)
-        overlapping = [term for term in chosen if _stems(term) & words]
-        if overlapping:
-            if not all(_stems(term) < words for term in overlapping):
-                continue
-            # The more specific keyword takes the place of the terms it contains.
-            at = chosen.index(overlapping[0])
-            chosen = [term for term in chosen if term not in overlapping]
-            chosen.insert(at, keyword)
-        elif len(chosen) < max_terms:
-            chosen.append(keyword)
-    if not chosen:
-        return "Unnamed cluster"
-    return " / ".join(_capitalise(term) for term in chosen)
 
 
 # --- Steps of cluster_vectors -------------------------------------------------------
@@ -635,16 +593,6 @@ def _result(x: np.ndarray, labels: np.ndarray, k: int) -> ClusterResult:
         sizes=np.bincount(labels[labels >= 0], minlength=k).astype(np.int64),
         similarity=similarity.astype(np.float32),
     )
-
-
-def _stems(term: str) -> set[str]:
-    """The words of a term, with a plural "s" dropped, for comparing terms."""
-    return {_singular(word) for word in term.split()}
-
-
-def _singular(word: str) -> str:
-    plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
-    return word[:-1] if plural else word
 
 
 def _capitalise(term: str) -> str:

@@ -12,8 +12,7 @@ from labeling.clustering import (
     cluster_vectors,
     describe_clusters,
     match_clusters,
-    name_from_keywords,
-    representatives,
+    name_clusters,
 )
 
 DIM = clustering.DIMENSIONS
@@ -188,18 +187,6 @@ def test_assign_to_nearest_follows_the_threshold():
     assert index.tolist() == [-1, -1, -1]
 
 
-def test_representatives_are_the_items_closest_to_each_centroid():
-    vectors, _ = blobs(n_blobs=3)
-    result = cluster_vectors(vectors)
-
-    reps = representatives(vectors, result.labels, result.centroids, n=4)
-
-    for cluster, items in reps.items():
-        members = np.flatnonzero(result.labels == cluster)
-        best = members[np.argsort(-(vectors[members] @ result.centroids[cluster]))[:4]]
-        assert items == best.tolist()
-
-
 TEXTS = [
     "my card has not arrived yet, account shows it shipped",
     "new card still not arrived after two weeks",
@@ -237,11 +224,29 @@ def test_c_tf_idf_ignores_unassigned_items():
     assert not any("password" in word for words in keywords.values() for word in words)
 
 
-def test_a_name_joins_the_top_keywords_without_repeating_words():
-    assert name_from_keywords(["card", "arrived", "card arrived", "arrive", "week"]) == "Card arrived / Arrive / Week"
-    assert name_from_keywords(["refund", "purchase"]) == "Refund / Purchase"
-    assert name_from_keywords(["limit", "ups", "limits", "fee", "charge"]) == "Limit / Ups / Fee"
-    assert name_from_keywords(["identity", "identity check", "check", "verify identity", "need"]) == (
-        "Identity check / Need"
-    )
-    assert name_from_keywords([]) == "Unnamed cluster"
+def test_a_name_is_a_phrase_the_clusters_own_texts_share_and_siblings_never_share_one():
+    names = name_clusters(TEXTS, TOPICS)
+
+    assert set(names) == {0, 1, 2}
+    assert names[0] == "Card" and names[2] == "Password"
+    for cluster, name in names.items():
+        inside = [text for text, topic in zip(TEXTS, TOPICS) if topic == cluster]
+        outside = [text for text, topic in zip(TEXTS, TOPICS) if topic != cluster]
+        # Said by most of the cluster's own texts, by none of the others'.
+        assert sum(name.lower() in text for text in inside) >= len(inside) / 2
+        assert not any(name.lower() in text for text in outside)
+    assert len(set(names.values())) == 3
+    # Words common to every cluster ("account") name nothing.
+    assert all("account" not in name.lower() for name in names.values())
+
+
+def test_a_name_never_holds_a_masked_word_and_unassigned_items_take_no_part():
+    texts = ["it edited file instead of file", "edited file instead of the other file", "it edited name in file"] * 3
+    labels = np.array([0, 0, 0, 1, 1, 1, -1, -1, -1])
+
+    names = name_clusters(texts + TEXTS[:2], np.concatenate([labels, [1, 1]]))
+
+    assert set(names) == {0, 1}
+    assert not any(word in {"name", "hash", "link", "n"} for name in names.values() for word in name.lower().split())
+    assert names[0] != names[1]
+
