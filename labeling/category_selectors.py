@@ -154,15 +154,6 @@ def thumbs_down_by_version() -> dict[str, int]:
     )
 
 
-def model_versions() -> list[str]:
-    return list(
-        FeedbackItem.objects.exclude(model_version="")
-        .order_by("model_version")
-        .values_list("model_version", flat=True)
-        .distinct()
-    )
-
-
 # --- One category ----------------------------------------------------------------
 
 

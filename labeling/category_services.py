@@ -6,7 +6,7 @@ audit event with the values before and after. Reviewer decisions are what a
 cluster run must never undo: a rename sets `named_by_reviewer`, a split
 marks the moved items as placed by a reviewer, a merge leaves the absorbed
 category's centroid in place so later runs still route its cluster to the
-target (see `labeling.services._final_category`).
+target (see `labeling.services._final`).
 """
 
 import numpy as np

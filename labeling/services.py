@@ -224,13 +224,13 @@ class _Plan:
         self.matched, self.created, self.kept = matched, created, kept
 
 
-def _final_category(category: Category) -> Category:
-    """Follow merges to the category that absorbed this one."""
+def _final(row):
+    """Follow merges to the category (or area) that absorbed this one; a merge loop stops where it closes."""
     seen = set()
-    while category.status == Category.Status.MERGED and category.merged_into_id and category.id not in seen:
-        seen.add(category.id)
-        category = category.merged_into
-    return category
+    while row.status == type(row).Status.MERGED and row.merged_into_id and row.id not in seen:
+        seen.add(row.id)
+        row = row.merged_into
+    return row
 
 
 def _overlap_matches(cluster_of_item: np.ndarray, previous_of_item: list[int | None], n_clusters: int) -> dict[int, int]:
@@ -272,7 +272,7 @@ def _reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _P
         c.id: c
         for c in Category.objects.select_for_update(of=("self",)).select_related("merged_into").exclude(centroid=None)
     }
-    final = {cid: _final_category(c) for cid, c in existing.items()}
+    final = {cid: _final(c) for cid, c in existing.items()}
     previous_final = [
         final[previous[i]].id if previous.get(i) in final else None for i in item_ids
     ]
@@ -444,14 +444,6 @@ def _store_fit(vectors, categories, item_ids) -> None:
         )
 
 
-def _final_area(area: Area) -> Area:
-    seen = set()
-    while area.status == Area.Status.MERGED and area.merged_into_id and area.id not in seen:
-        seen.add(area.id)
-        area = area.merged_into
-    return area
-
-
 def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previous_area) -> list[Area | None]:
     """Give every category of this run an area and every item its area; returns the area per item.
 
@@ -461,7 +453,7 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
     area whose categories are nearest (its "unsorted" bucket there).
     """
     existing = {a.id: a for a in Area.objects.select_for_update(of=("self",)).select_related("merged_into")}
-    final = {aid: _final_area(a) for aid, a in existing.items()}
+    final = {aid: _final(a) for aid, a in existing.items()}
     item_area_index = result.item_areas(vectors) if result.n_areas else np.full(len(item_ids), -1)
     # A category's group is the one most of its items' clusters are in (an
     # item kept in its earlier category still votes with its new cluster).
