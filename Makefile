@@ -1,4 +1,4 @@
-# The two commands of the README: `make run` and `make test`.
+# The two commands of the README, `make run` and `make test`, and the production start, `make serve`.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test install install-dev browser migrate demo clean
+.PHONY: run serve test install install-dev browser migrate demo clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,17 @@ run: install
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py demo_load --if-empty --process
 	$(PY) manage.py run_stack
+
+# Production: DEBUG off, so cookies are Secure, http is redirected to https and
+# HSTS is sent (the TLS proxy in front passes X-Forwarded-Proto; gunicorn
+# believes it from FORWARDED_ALLOW_IPS). Needs SECRET_KEY and ALLOWED_HOSTS, and
+# DATABASE_URL / REDIS_URL. `manage.py serve` refuses settings that fail Django's
+# deployment checks, collects the static files, then runs gunicorn; start
+# `celery -A config worker -Q default,embed` and `celery -A config beat` beside it.
+serve: export DEBUG := 0
+serve: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py serve
 
 test: install-dev
 	$(PY) -m pytest

@@ -11,3 +11,10 @@ import os
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))  # one per core
 worker_class = "gthread"
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))  # each holds its own database connection
+
+# Behind the TLS proxy, gunicorn marks a request https when the proxy says so
+# in X-Forwarded-Proto, and believes that header only from FORWARDED_ALLOW_IPS
+# (gunicorn's own variable; loopback by default). Set it to the proxy's address
+# when the proxy runs on another machine, or every request looks like plain
+# http and is redirected to https again.
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")

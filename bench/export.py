@@ -12,7 +12,10 @@ held-out check does real work.
 Each export then runs in a fresh process (so its peak memory is its own):
 a train dataset in all six formats over the first 10,000 items, and over all
 of them. It prints wall time, peak RSS, the RSS the export added on top of
-the loaded process, bytes written and items per second.
+the loaded process, bytes written and items per second. The full export then
+runs once more over unchanged data: it makes no version, and its wall time
+beside the first run's (and beside the time a second read of the files for
+their checksums would take) shows the unchanged check costs no second pass.
 
     python bench/export.py                  # 10,000 and 100,000 items on SQLite
     python bench/export.py --n 20000        # smaller
@@ -20,6 +23,7 @@ the loaded process, bytes written and items per second.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -200,9 +204,12 @@ def child(dataset_name: str) -> None:
     version = services.export_run_execute(run_id=run.id)
     seconds = time.perf_counter() - started
     peak = rss_mb("VmHWM")
+    run.refresh_from_db()
     print(
         json.dumps(
             {
+                "status": run.status,
+                "folder": str(services.version_folder(version=version)),
                 "items": version.item_count,
                 "held_out": version.held_out.get("total", 0),
                 "seconds": seconds,
@@ -242,7 +249,8 @@ def main() -> None:
     print(f"database: {connection.vendor}; exports under {env['EXPORT_ROOT']}")
     header = ("export", "items", "held out", "wall", "items/s", "peak RSS", "added", "written")
     print("{:<10} {:>8} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9}".format(*header))
-    for name in ("bench-10k", "bench-all"):
+    runs = {}
+    for name, label in (("bench-10k", "bench-10k"), ("bench-all", "bench-all"), ("bench-all", "unchanged")):
         result = subprocess.run(
             [sys.executable, __file__, "--child", name],
             env={**os.environ, **env},
@@ -253,12 +261,22 @@ def main() -> None:
         if result.returncode:
             print(result.stdout, result.stderr, file=sys.stderr)
             raise SystemExit(f"the export of {name} failed")
-        f = json.loads(result.stdout.strip().splitlines()[-1])
+        f = runs[label] = json.loads(result.stdout.strip().splitlines()[-1])
         added = f["peak_mb"] - f["baseline_mb"]
         print(
-            f"{name:<10} {f['items']:>8,} {f['held_out']:>9,} {f['seconds']:>7.1f}s {f['items'] / f['seconds']:>9,.0f} "
-            f"{f['peak_mb']:>7.0f}MB {added:>6.0f}MB {f['bytes'] / 1e6:>7.0f}MB"
+            f"{label:<10} {f['items']:>8,} {f['held_out']:>9,} {f['seconds']:>7.1f}s {f['items'] / f['seconds']:>9,.0f} "
+            f"{f['peak_mb']:>7.0f}MB {added:>6.0f}MB {f['bytes'] / 1e6:>7.0f}MB  {f['status']}"
         )
+    first, again = runs["bench-all"], runs["unchanged"]
+    started = time.perf_counter()
+    for path in sorted(Path(first["folder"]).iterdir()):
+        hashlib.sha256(path.read_bytes())
+    reread = time.perf_counter() - started
+    print(
+        f"unchanged run {again['seconds']:.1f}s vs first run {first['seconds']:.1f}s "
+        f"(ratio {again['seconds'] / first['seconds']:.2f}); a second read of the files for checksums "
+        f"would add {reread:.2f}s ({reread / first['seconds']:.1%} of the first run)"
+    )
 
 
 if __name__ == "__main__":

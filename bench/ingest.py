@@ -136,6 +136,7 @@ def server_env(db_name: str, data_dir: str) -> dict[str, str]:
         "REDIS_URL": REDIS_URL,
         "SECRET_KEY": "bench",
         "DEBUG": "0",
+        "PLAIN_HTTP": "1",  # the load generator speaks plain http to gunicorn, no TLS proxy between
         "ALLOWED_HOSTS": "127.0.0.1",
         "DATA_DIR": data_dir,  # keeps the project's data/ untouched
         "DJANGO_SETTINGS_MODULE": "config.settings",

@@ -12,7 +12,9 @@ import numpy as np
 def django_setup(database_url: str = "") -> str:
     """Point Django at a fresh database (SQLite in a temporary folder by default) and migrate it."""
     workdir = tempfile.mkdtemp(prefix="bench-")
-    os.environ.update(DATA_DIR=workdir, SECRET_KEY="bench", DJANGO_SETTINGS_MODULE="config.settings")
+    # Plain http through the test client, and static files from the source folders (no collectstatic).
+    os.environ.update(DATA_DIR=workdir, SECRET_KEY="bench", DJANGO_SETTINGS_MODULE="config.settings",
+                      PLAIN_HTTP="1", STATIC_COLLECTED="0")
     os.environ["DATABASE_URL"] = database_url or f"sqlite:///{workdir}/bench.sqlite3"
     import django
 

@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja import Schema
 from pydantic import BaseModel, ValidationError
 
-from feedback.schemas import first_error, may_hold_unstorable_text, unstorable_error
+from feedback.schemas import MAX_JSON_DEPTH, first_error, may_hold_unstorable_text, unstorable_error
 
 # Schemas of bodies that views parse by hand; config.api adds them to the OpenAPI document.
 EXTRA_COMPONENTS: dict[str, Any] = {}
@@ -56,24 +56,45 @@ def json_body_schema(*models: type[BaseModel], required: bool = True) -> dict[st
     return {"requestBody": {"required": required, "content": {"application/json": {"schema": body_schema}}}}
 
 
-def read_json_body(request: HttpRequest, body: bytes | None = None, *, screen_text: bool = True) -> Any:
+class _NotJson(ValueError):
+    """A token Python's parser takes but JSON does not have."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+def read_json_body(request: HttpRequest, body: bytes | None = None, *, screen_values: bool = True) -> Any:
     """The body as JSON, or a 400 that says what is wrong with it.
 
-    Text a column cannot hold (NUL, unpaired surrogates) is a 422 naming the
-    field, unless the caller screens each part itself (`screen_text=False`).
+    A value no column can store as sent (text holding NUL or unpaired
+    surrogates, an integer outside 64 bits, nesting deeper than
+    MAX_JSON_DEPTH) is a 422 naming the field, unless the caller screens each
+    part itself (`screen_values=False`), so that one bad part fails only itself.
     """
     raw = request.body if body is None else body
     if not raw.strip():
         raise ApiError(400, "the request body is empty; expected JSON")
     try:
         # Strictly UTF-8: json.loads(bytes) would also take UTF-16 and UTF-32.
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiError(400, "the request body is not UTF-8 text") from None
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    if screen_text and may_hold_unstorable_text(raw):
-        found = unstorable_error(data)
+    except _NotJson as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        # Deeper than the parser can follow, so far deeper than any part may nest.
+        raise ApiError(
+            400, f"the request body nests arrays and objects too deeply; at most {MAX_JSON_DEPTH} levels are allowed"
+        ) from None
+    except ValueError:  # Python refuses to read an integer of more than 4300 digits
+        raise ApiError(400, "the request body holds a number too long to read") from None
+    if screen_values:
+        found = unstorable_error(data, screen_text=may_hold_unstorable_text(raw))
         if found is not None:
             raise ApiError(422, *found)
     return data

@@ -104,7 +104,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files answer here, before sessions and the database are touched.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RefuseNulInUrl",
+    # Before anything reads the body: a chunked one is read here, within the size limit.
+    "config.middleware.ReadChunkedBody",
+    "config.middleware.RefuseNulInFormBody",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -197,11 +202,18 @@ SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-# Behind TLS in production; the embedded default serves plain http on loopback.
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
-CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+# Production is served over TLS, usually by gunicorn behind a proxy that
+# terminates it. gunicorn believes the proxy's X-Forwarded-Proto only from the
+# addresses in FORWARDED_ALLOW_IPS (loopback by default), so Django needs no
+# SECURE_PROXY_SSL_HEADER, which would believe any client. With DEBUG off,
+# cookies are Secure, plain http is redirected and browsers are told to stay
+# on https; PLAIN_HTTP=1 opts out for runs over plain http (the tests, a trial
+# on one machine). DEBUG implies it: `make run` serves plain http on loopback.
+PLAIN_HTTP = env_bool("PLAIN_HTTP", DEBUG)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not PLAIN_HTTP)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not PLAIN_HTTP)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if PLAIN_HTTP else 365 * 24 * 3600, low=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 
@@ -225,7 +237,29 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where `collectstatic` gathers the files (the production start runs it).
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# With DEBUG off, WhiteNoise serves what collectstatic gathered: names carry a
+# hash of the content, so browsers may keep a file for a year, and gzip copies
+# lie beside them. Pages then need the collected manifest to name a file.
+# STATIC_COLLECTED=0 serves the source folders instead, under their own names
+# (DEBUG, and the tests: their live servers read the source folders).
+STATIC_COLLECTED = env_bool("STATIC_COLLECTED", not DEBUG)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if STATIC_COLLECTED
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+# Uncollected, WhiteNoise looks each file up in the source folders on request
+# (and does not expect STATIC_ROOT to exist); collected, it indexes STATIC_ROOT
+# once at start-up.
+WHITENOISE_USE_FINDERS = not STATIC_COLLECTED
+WHITENOISE_AUTOREFRESH = not STATIC_COLLECTED
 
 EXPORT_ROOT = Path(env_str("EXPORT_ROOT", str(DATA_DIR / "exports")))
 # A train export leaves out anything at least this cosine-similar to an eval item.

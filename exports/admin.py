@@ -7,6 +7,8 @@ schedule kept in step with celery beat; versions are immutable records.
 from django.contrib import admin
 
 from exports.models import Dataset, DatasetVersion, ExportRun
+from feedback import custom_patterns
+from feedback.scrubber import scrub
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -33,6 +35,13 @@ class ExportRunAdmin(ReadOnlyAdmin):
     list_display = ["id", "dataset", "status", "trigger", "mode", "made_by", "progress", "created_at", "finished_at"]
     list_filter = ["status", "trigger"]
     list_select_related = ["dataset"]
+    # An error message may quote the record it failed on.
+    exclude = ["error"]
+    readonly_fields = ["scrubbed_error"]
+
+    @admin.display(description="Error (scrubbed)")
+    def scrubbed_error(self, run: ExportRun) -> str:
+        return scrub(run.error, extra_patterns=custom_patterns.all_sources()).text if run.error else ""
 
 
 @admin.register(DatasetVersion)

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 from ninja.utils import check_csrf
 
 from config.apitools import (
@@ -86,6 +86,10 @@ class RunOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     version: int | None
+    force: bool
+    matched_version: int | None = Field(
+        description="An unchanged run: the existing version whose data it equalled (no version was made)."
+    )
 
 
 class DatasetOut(Schema):
@@ -150,6 +154,8 @@ def run_out(run: ExportRun | None) -> dict | None:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "version": run.version.number if run.version_id else None,
+        "force": run.force,
+        "matched_version": run.matched_version.number if run.matched_version_id else None,
     }
 
 
@@ -305,6 +311,7 @@ def start_export(request: HttpRequest, dataset_id: int):
             user=caller.user,
             made_by=caller.made_by,
             mode=Mode(body.mode),
+            force=body.force,
         )
     except services.ExportAlreadyRunning as running:
         raise ApiError(409, str(running)) from None
@@ -318,7 +325,7 @@ def start_export(request: HttpRequest, dataset_id: int):
 )
 def get_export(request: HttpRequest, dataset_id: int, run_id: int):
     caller_of(request)
-    run = ExportRun.objects.select_related("version").filter(dataset_id=dataset_id, id=run_id).first()
+    run = ExportRun.objects.select_related("version", "matched_version").filter(dataset_id=dataset_id, id=run_id).first()
     if run is None:
         raise ApiError(404, f"no export run {run_id} of dataset {dataset_id}")
     return run_out(run)

@@ -14,10 +14,17 @@ records always give the same bytes.
 - hints_jsonl: the context, the model's output and the reviewer's coaching hint.
 - eval_jsonl: input messages, failure category, expected behaviour (hint,
   else corrected response, else the report's "expected"), tags.
-- csv, parquet: one row per item.
+- csv, parquet: one row per item. In CSV, text a spreadsheet would run as a
+  formula (a leading = + - @, tab or carriage return) gets a leading ', and a
+  row holding a carriage return is quoted throughout, so every reader sees one
+  row per item. Cells can be far larger than the csv module's default field
+  limit: readers using csv.reader raise it first (CSV_FIELD_SIZE_LIMIT,
+  csv_reader()); pandas and pyarrow need nothing.
 """
 
 import csv
+import hashlib
+import io
 import json
 from datetime import UTC
 from pathlib import Path
@@ -25,9 +32,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from config.csvcells import spreadsheet_safe
 from exports.records import ExportRecord
 
 PARQUET_ROW_GROUP = 10_000
+# csv.reader refuses a field over 131,072 characters by default, and one storable
+# item holds more: messages of up to 100,000 characters each, longer still once
+# JSON-escaped and quote-doubled. 2**31 - 1 is the largest limit every platform
+# accepts and above anything a database column gives back.
+CSV_FIELD_SIZE_LIMIT = 2**31 - 1
 
 
 def json_line(value) -> str:
@@ -36,6 +49,27 @@ def json_line(value) -> str:
 
 def iso(moment) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _HashingFile(io.RawIOBase):
+    """A binary file that hashes what passes through: a version's checksums need no second read."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._file = open(path, "wb")  # noqa: SIM115 (closed by close())
+        self.sha256 = hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        return self._file.write(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
 
 
 class Writer:
@@ -47,6 +81,18 @@ class Writer:
         self.path = folder / self.file_name
         self.rows = 0
         self.skipped = 0
+        self._hashing = _HashingFile(self.path)
+
+    def _binary(self) -> io.BufferedWriter:
+        return io.BufferedWriter(self._hashing, buffer_size=1 << 20)
+
+    def _text(self, *, newline: str) -> io.TextIOWrapper:
+        return io.TextIOWrapper(self._binary(), encoding="utf-8", newline=newline)
+
+    @property
+    def sha256(self) -> str:
+        """The checksum of the bytes written so far: complete once the writer is closed."""
+        return self._hashing.sha256.hexdigest()
 
     def write(self, records: list[ExportRecord]) -> None:
         raise NotImplementedError
@@ -59,7 +105,7 @@ class JsonlWriter(Writer):
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
         # Open across write() calls and closed by close(): the writer streams chunk by chunk.
-        self._file = open(self.path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        self._file = self._text(newline="\n")
 
     def line(self, record: ExportRecord) -> dict | None:
         raise NotImplementedError
@@ -177,6 +223,14 @@ COLUMNS = (
 JSON_IN_CSV = {"tags", "messages"}
 
 
+def csv_reader(handle):
+    """csv.reader over an items.csv, able to read any cell an export writes."""
+    # The limit is process-wide: raise it, never lower it, as another reader may need it high too.
+    if csv.field_size_limit() < CSV_FIELD_SIZE_LIMIT:
+        csv.field_size_limit(CSV_FIELD_SIZE_LIMIT)
+    return csv.reader(handle)
+
+
 class CsvWriter(Writer):
     format_name = "csv"
     file_name = "items.csv"
@@ -184,8 +238,13 @@ class CsvWriter(Writer):
 
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
-        self._file = open(self.path, "w", encoding="utf-8", newline="")  # noqa: SIM115 (closed by close())
+        self._file = self._text(newline="")
         self._csv = csv.writer(self._file, lineterminator="\n")
+        # Minimal quoting quotes a field only for the delimiter, the quote and the
+        # line terminator ("\n"), so a bare "\r" would go out unquoted and end the
+        # row early for csv.reader, pandas and spreadsheets alike. A row holding
+        # one is quoted throughout; the rows without keep the bytes they always had.
+        self._csv_quote_all = csv.writer(self._file, lineterminator="\n", quoting=csv.QUOTE_ALL)
         self._csv.writerow([name for name, _, _ in COLUMNS])
 
     def write(self, records: list[ExportRecord]) -> None:
@@ -199,8 +258,9 @@ class CsvWriter(Writer):
                     value = iso(value)
                 elif value is None:
                     value = ""
-                row.append(value)
-            self._csv.writerow(row)
+                row.append(spreadsheet_safe(value))
+            has_return = any(isinstance(cell, str) and "\r" in cell for cell in row)
+            (self._csv_quote_all if has_return else self._csv).writerow(row)
         self.rows += len(records)
 
     def close(self) -> None:
@@ -216,8 +276,9 @@ class ParquetWriter(Writer):
 
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
+        self._file = self._binary()
         self._writer = pq.ParquetWriter(
-            self.path,
+            self._file,
             self.schema,
             compression="zstd",
             compression_level=3,
@@ -246,6 +307,7 @@ class ParquetWriter(Writer):
     def close(self) -> None:
         self._flush()
         self._writer.close()
+        self._file.close()
 
 
 WRITERS: dict[str, type[Writer]] = {

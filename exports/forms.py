@@ -1,11 +1,12 @@
 """Forms of the dataset pages: they parse and check input, exports.services decides."""
 
 import re
+from datetime import date
 
 from django import forms
 
 from exports.models import Dataset, Mode, Purpose
-from exports.schemas import FORMATS, NAME_PATTERN
+from exports.schemas import EARLIEST_FILTER_DAY, FORMATS, LATEST_FILTER_DAY, NAME_PATTERN
 from labeling.models import Label
 from labeling.review_services import LABEL_TAGS
 
@@ -35,6 +36,18 @@ FILTER_FIELDS = (
     "has_hint",
     "has_corrected_response",
 )
+
+
+def _day_in_range(day: date) -> None:
+    if not EARLIEST_FILTER_DAY <= day <= LATEST_FILTER_DAY:
+        raise forms.ValidationError(f"Enter a day from {EARLIEST_FILTER_DAY} to {LATEST_FILTER_DAY}.")
+
+
+def _filter_day_field() -> forms.DateField:
+    bounds = {"min": EARLIEST_FILTER_DAY.isoformat(), "max": LATEST_FILTER_DAY.isoformat()}
+    return forms.DateField(
+        required=False, validators=[_day_in_range], widget=forms.DateInput(attrs={"type": "date", **bounds})
+    )
 
 
 def _with_current(values: list[str], current: list[str]) -> list[tuple[str, str]]:
@@ -76,8 +89,8 @@ class DatasetForm(forms.Form):
     model_versions = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 4}))
     variants = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 3}))
     sources = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 3}))
-    date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    date_from = _filter_day_field()
+    date_to = _filter_day_field()
     reviewed_only = forms.BooleanField(required=False, label="Reviewer-confirmed only (has a label)")
     has_hint = forms.BooleanField(required=False, label="Has a coaching hint")
     has_corrected_response = forms.BooleanField(required=False, label="Has a corrected response")

@@ -61,12 +61,17 @@ class Dataset(models.Model):
 
 
 class ExportRun(models.Model):
-    """One export job and its progress. A run that succeeds makes a version."""
+    """One export job and its progress.
+
+    A run that succeeds makes a version, unless its data would equal the
+    latest version's: then it ends "unchanged" and names the version it matched.
+    """
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         DONE = "done", "Done"
+        UNCHANGED = "unchanged", "Unchanged"
         FAILED = "failed", "Failed"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
@@ -76,6 +81,8 @@ class ExportRun(models.Model):
     # same dataset however the two were started.
     active = models.BooleanField(null=True, default=True)
     mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.SNAPSHOT)
+    # Make a version even when the data equals the latest version's.
+    force = models.BooleanField(default=False)
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -96,6 +103,10 @@ class ExportRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     version = models.OneToOneField(
         "DatasetVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="run"
+    )
+    # An unchanged run: the existing version whose data it equalled.
+    matched_version = models.ForeignKey(
+        "DatasetVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
     class Meta:

@@ -5,9 +5,11 @@ field named instead of guessed. Rules that need the database (does that
 category exist? is the name free?) are checked by exports.services.
 """
 
+from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -16,6 +18,7 @@ from pydantic import (
     StringConstraints,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from feedback.schemas import Day
 
@@ -32,10 +35,32 @@ Description = Annotated[str, StringConstraints(strict=True, max_length=5000)]
 MAX_VALUES = 200
 # A row id: positive and within a 64-bit column, so a lookup can never overflow the database driver.
 RowId = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
+# The days a filter may name: wider than any feedback, and far from the ends of
+# what `date` holds, where the day after date_to (the filter's exclusive end)
+# cannot be computed. The same range as the compare page's.
+EARLIEST_FILTER_DAY = date(1970, 1, 1)
+LATEST_FILTER_DAY = date(2999, 12, 31)
 
 
-class DatasetFilters(BaseModel):
-    """Which items a dataset takes. Empty lists and unset values mean no restriction."""
+def filter_day_in_range(day: date) -> date:
+    if not EARLIEST_FILTER_DAY <= day <= LATEST_FILTER_DAY:
+        raise PydanticCustomError(
+            "day_out_of_range",
+            "must be a day from {earliest} to {latest}",
+            {"earliest": EARLIEST_FILTER_DAY.isoformat(), "latest": LATEST_FILTER_DAY.isoformat()},
+        )
+    return day
+
+
+FilterDay = Annotated[Day, AfterValidator(filter_day_in_range)]
+
+
+class StoredFilters(BaseModel):
+    """Which items a dataset takes, as kept on the dataset. Empty lists and unset values mean no restriction.
+
+    Exports read the stored filters with this model: it takes any calendar day,
+    so a dataset saved before the day range was checked still exports.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,7 +85,7 @@ class DatasetFilters(BaseModel):
     has_corrected_response: StrictBool = False
 
     @model_validator(mode="after")
-    def _dates_in_order(self) -> "DatasetFilters":
+    def _dates_in_order(self) -> "StoredFilters":
         if self.date_from and self.date_to and self.date_from > self.date_to:
             raise ValueError("date_from is after date_to")
         return self
@@ -69,6 +94,19 @@ class DatasetFilters(BaseModel):
         """The JSON form kept on the dataset: only what restricts, in a stable order."""
         data = self.model_dump(mode="json")
         return {key: data[key] for key in sorted(data) if data[key] not in (None, False, [])}
+
+
+class DatasetFilters(StoredFilters):
+    """Which items a dataset takes, as a new or changed definition sends them: days within the supported range."""
+
+    date_from: FilterDay | None = Field(
+        default=None,
+        description=f"occurred_at on or after this day (UTC), {EARLIEST_FILTER_DAY} to {LATEST_FILTER_DAY}.",
+    )
+    date_to: FilterDay | None = Field(
+        default=None,
+        description=f"occurred_at on or before this day (UTC), {EARLIEST_FILTER_DAY} to {LATEST_FILTER_DAY}.",
+    )
 
 
 class ScheduleIn(BaseModel):
@@ -108,3 +146,6 @@ class ExportIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: ModeName = "snapshot"
+    force: StrictBool = Field(
+        default=False, description="Make a version even when its data would equal the latest version's."
+    )

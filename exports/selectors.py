@@ -3,7 +3,7 @@
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from itertools import islice
 
 from django.db import connection
@@ -24,7 +24,7 @@ from exports.records import (
     ExportRecord,
     record_from_row,
 )
-from exports.schemas import DatasetFilters
+from exports.schemas import StoredFilters
 from feedback.models import FeedbackItem
 from labeling.area_selectors import area_choices
 from labeling.models import Area, Assignment, Category, Label
@@ -102,7 +102,7 @@ def areas_followed(area_ids: list[int]) -> set[int]:
     return targets | {area_id for area_id in merged if final(area_id) in targets}
 
 
-def items_matching(*, filters: DatasetFilters) -> QuerySet[FeedbackItem]:
+def items_matching(*, filters: StoredFilters) -> QuerySet[FeedbackItem]:
     """Items that may match: exact for item fields, a superset for label fields.
 
     Label fields are decided on an item's latest label, which a query cannot
@@ -125,7 +125,10 @@ def items_matching(*, filters: DatasetFilters) -> QuerySet[FeedbackItem]:
         items = items.filter(source__slug__in=filters.sources)
     if filters.date_from:
         items = items.filter(occurred_at__gte=datetime.combine(filters.date_from, time.min, tzinfo=UTC))
-    if filters.date_to:
+    # date_to includes its whole day: before the next midnight. The last day `date`
+    # holds (9999-12-31, stored before the range was checked) has no next day, and
+    # every time there is falls before it: no bound, rather than an OverflowError.
+    if filters.date_to and filters.date_to < date.max:
         items = items.filter(
             occurred_at__lt=datetime.combine(filters.date_to + timedelta(days=1), time.min, tzinfo=UTC)
         )
@@ -153,7 +156,7 @@ def items_matching(*, filters: DatasetFilters) -> QuerySet[FeedbackItem]:
     return items
 
 
-def record_passes(record: ExportRecord, filters: DatasetFilters, *, category_ids: set[int]) -> bool:
+def record_passes(record: ExportRecord, filters: StoredFilters, *, category_ids: set[int]) -> bool:
     """The label-level filters, decided on the item's latest label.
 
     ``category_ids``: categories_with_merged(filters.categories), computed once per export.
@@ -247,7 +250,8 @@ def datasets_list() -> list[Dataset]:
     for version in DatasetVersion.objects.filter(dataset__in=datasets).order_by("dataset_id", "-number"):
         latest_versions.setdefault(version.dataset_id, version)
     latest_runs = {}
-    for run in ExportRun.objects.filter(dataset__in=datasets).order_by("dataset_id", "-created_at", "-id"):
+    runs = ExportRun.objects.filter(dataset__in=datasets).select_related("version", "matched_version")
+    for run in runs.order_by("dataset_id", "-created_at", "-id"):
         latest_runs.setdefault(run.dataset_id, run)
     for dataset in datasets:
         dataset.latest_version = latest_versions.get(dataset.id)
@@ -259,8 +263,13 @@ def dataset_versions(*, dataset: Dataset) -> QuerySet[DatasetVersion]:
     return dataset.versions.select_related("created_by").order_by("-number")
 
 
+def dataset_runs(*, dataset: Dataset) -> QuerySet[ExportRun]:
+    """A dataset's export runs, newest first, with what each made or matched."""
+    return dataset.runs.select_related("version", "matched_version", "requested_by").order_by("-created_at", "-id")
+
+
 def dataset_latest_run(*, dataset: Dataset) -> ExportRun | None:
-    return dataset.runs.select_related("version", "requested_by").order_by("-created_at", "-id").first()
+    return dataset_runs(dataset=dataset).first()
 
 
 def version_get(*, dataset: Dataset, number: int) -> DatasetVersion | None:

@@ -1,6 +1,5 @@
 """Writes for the exports: datasets, schedules, export runs and the versions they make."""
 
-import csv
 import functools
 import hashlib
 import json
@@ -32,6 +31,7 @@ from exports.formats import (
     JsonlWriter,
     ParquetWriter,
     Writer,
+    csv_reader,
 )
 from exports.holdout import (
     EvalDeduplicator,
@@ -48,10 +48,11 @@ from exports.models import (
     Purpose,
 )
 from exports.records import ExportRecord
-from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
+from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn, StoredFilters
 from feedback import custom_patterns
 from feedback.models import FeedbackItem, Source
 from feedback.scrubber import find_unscrubbed
+from feedback.text import EMBED_RECIPE
 from labeling.audit import audit_record
 from labeling.models import Area, Category
 
@@ -60,7 +61,6 @@ logger = logging.getLogger(__name__)
 SCHEDULED_TASK = "exports.tasks.scheduled_export"
 HOST = socket.gethostname()
 MEMBER_BATCH = 2000
-EVAL_ITEM_FIELDS = ("id", "title", "comment", "expected", "context", "embed_text", "embedding_id")
 
 
 class DatasetRefused(Exception):
@@ -398,11 +398,13 @@ def export_run_start(
     user=None,
     made_by: str = "",
     mode: str = Mode.SNAPSHOT,
+    force: bool = False,
     enqueue: bool = True,
 ) -> ExportRun:
     """A queued run, handed to a worker after commit; ExportAlreadyRunning while one is active.
 
     With ``enqueue=False`` the caller executes the run itself (command, schedule).
+    Without ``force`` a run whose data equals the latest version's makes none.
     """
     export_runs_reset_stuck(dataset=dataset)
     user = user if user is not None and getattr(user, "is_authenticated", False) else None
@@ -410,7 +412,7 @@ def export_run_start(
     try:
         with transaction.atomic():
             run = ExportRun.objects.create(
-                dataset=dataset, trigger=trigger, requested_by=user, made_by=made_by, mode=mode
+                dataset=dataset, trigger=trigger, requested_by=user, made_by=made_by, mode=mode, force=force
             )
     except IntegrityError:
         active = ExportRun.objects.select_related("dataset").filter(dataset=dataset, active=True).first()
@@ -418,7 +420,7 @@ def export_run_start(
             raise
         raise ExportAlreadyRunning(active) from None
     if user is not None:
-        _audit(user, "dataset.export", dataset, {"run": run.id, "mode": mode})
+        _audit(user, "dataset.export", dataset, {"run": run.id, "mode": mode, "force": force})
     if enqueue:
         transaction.on_commit(lambda: export_run_enqueue(run_id=run.id))
     return run
@@ -567,7 +569,8 @@ def _written_strings(writer: Writer) -> Iterator[str]:
                 yield from _strings(json.loads(line))
     elif isinstance(writer, CsvWriter):
         with open(writer.path, encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle)
+            # Its field limit raised: one message may be longer than csv's default limit of 131,072 characters.
+            reader = csv_reader(handle)
             header = next(reader, [])
             json_columns = {i for i, name in enumerate(header) if name in JSON_IN_CSV or name == "tool_calls"}
             for row in reader:
@@ -622,7 +625,7 @@ def _write_folder(
             "format": writer.format_name,
             "rows": writer.rows,
             "bytes": writer.path.stat().st_size,
-            "sha256": _sha256(writer.path),
+            "sha256": writer.sha256,
         }
         for writer in writers
     ]
@@ -697,16 +700,36 @@ def _clean_leftovers(*, root: Path, dataset: Dataset, run: ExportRun) -> None:
 
 
 def _held_out_guard(
-    *, dataset: Dataset, purpose: str, threshold: float, seed_earlier: bool
+    *,
+    dataset: Dataset,
+    purpose: str,
+    threshold: float,
+    seed_earlier: bool,
+    extra_patterns: Sequence[tuple[str, str]],
+    heartbeat: Callable[[], None],
 ) -> tuple[TrainGuard | EvalDeduplicator, bool, dict]:
-    """What decides which matching items stay out, whether it needs vectors, and what it checks against."""
+    """What decides which matching items stay out, whether it needs vectors, and what it checks against.
+
+    A train export reads the eval items as records, exactly as it reads its
+    own items (same scrubbing, same conversation), so both sides are keyed
+    alike; eval items without a vector of the current recipe are embedded
+    by the guard (HeldOutUncheckable when that fails).
+    """
     if purpose == Purpose.TRAIN:
-        eval_items = selectors.eval_member_items().only(*EVAL_ITEM_FIELDS).order_by("id")
-        guard = TrainGuard(eval_items=eval_items.iterator(chunk_size=2000), threshold=threshold)
+        eval_items = selectors.eval_member_items()
+        guard = TrainGuard(
+            eval_records=selectors.records_stream(eval_items, with_vector=True, extra_patterns=extra_patterns),
+            outdated_ids=set(eval_items.exclude(embed_recipe=EMBED_RECIPE).values_list("id", flat=True)),
+            threshold=threshold,
+            extra_patterns=extra_patterns,
+            heartbeat=heartbeat,
+        )
         checked = {
             "eval_items": guard.eval_item_count,
             "eval_versions": DatasetVersion.objects.filter(purpose=Purpose.EVAL).count(),
         }
+        if guard.embedded_now:
+            checked["eval_items_embedded_for_the_check"] = guard.embedded_now
         # Without eval vectors there is nothing to compare with: skip reading them.
         return guard, len(guard.vectors) > 0, checked
     deduplicator = EvalDeduplicator(threshold=threshold)
@@ -721,7 +744,8 @@ def _held_out_guard(
 
 def _export(run: ExportRun) -> DatasetVersion:
     dataset = run.dataset
-    filters = DatasetFilters.model_validate(dataset.filters)
+    # As stored: a day saved before the range was checked still exports (see selectors.items_matching).
+    filters = StoredFilters.model_validate(dataset.filters)
     formats = _formats_ordered(dataset.formats)
     purpose = dataset.purpose
     previous = dataset.versions.order_by("-number").first()
@@ -758,14 +782,20 @@ def _export(run: ExportRun) -> DatasetVersion:
         items = selectors.items_matching(filters=filters)
         if incremental:
             items = items.exclude(selectors.in_versions_of(dataset=dataset))
+        # Read before the guard: the eval items are scrubbed and keyed with the same patterns as these.
+        extra_patterns = custom_patterns.all_sources(fresh=True)
         guard, with_vector, checked = _held_out_guard(
-            dataset=dataset, purpose=purpose, threshold=threshold, seed_earlier=incremental and previous is not None
+            dataset=dataset,
+            purpose=purpose,
+            threshold=threshold,
+            seed_earlier=incremental and previous is not None,
+            extra_patterns=extra_patterns,
+            heartbeat=lambda: _run_update(run, stage="embedding eval items for the held-out check"),
         )
         total = items.count()
         items = items.annotate(in_opposite_purpose=selectors.in_versions_of(purpose=opposite))
         category_ids = selectors.categories_with_merged(filters.categories)
         member_ids = array("q")
-        extra_patterns = custom_patterns.all_sources(fresh=True)
         _run_update(run, stage="writing files", total=total, processed=0, progress=0.02)
 
         def batches() -> Iterator[list[ExportRecord]]:
@@ -789,6 +819,9 @@ def _export(run: ExportRun) -> DatasetVersion:
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+    if not run.force and previous is not None and _same_data(previous, written=written, member_ids=member_ids):
+        shutil.rmtree(temporary, ignore_errors=True)
+        return _run_unchanged(run, matched=previous)
     _run_update(run, stage="saving the version", progress=0.95)
     return _version_commit(
         run=run,
@@ -800,6 +833,41 @@ def _export(run: ExportRun) -> DatasetVersion:
         opposite=opposite,
         opposite_seen=opposite_seen,
     )
+
+
+def _data_files(files: list[dict]) -> list[tuple[str, str]]:
+    return sorted((entry["name"], entry["sha256"]) for entry in files if entry.get("format") != "card")
+
+
+def _same_data(previous: DatasetVersion, *, written: Written, member_ids: array) -> bool:
+    """Would this version hold what `previous` holds? Items and data files; the README card may differ.
+
+    The checksums come from the writing pass itself, so this costs one read
+    of the previous version's member ids, never a second read of the files.
+    """
+    if written.manifest["mode"] == Mode.INCREMENTAL:
+        return len(member_ids) == 0  # nothing new since the latest version
+    if previous.item_count != len(member_ids) or _data_files(previous.files) != _data_files(written.files):
+        return False
+    earlier = previous.members.order_by("item_id").values_list("item_id", flat=True)
+    return array("q", earlier.iterator(chunk_size=10_000)) == member_ids
+
+
+def _run_unchanged(run: ExportRun, *, matched: DatasetVersion) -> DatasetVersion:
+    """End the run as unchanged, naming the version it equalled; no version, no folder."""
+    finished = ExportRun.objects.filter(id=run.id, status=ExportRun.Status.RUNNING, host=HOST, pid=os.getpid()).update(
+        status=ExportRun.Status.UNCHANGED,
+        active=None,
+        stage=f"unchanged since v{matched.number}",
+        progress=1.0,
+        matched_version=matched,
+        finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    if not finished:
+        raise RuntimeError("the run was taken over or reset while it was writing")
+    run.refresh_from_db()
+    return matched
 
 
 def _members_insert(*, version_id: int, member_ids: array) -> None:

@@ -23,6 +23,10 @@ from feedback.schemas import first_error
 from labeling.permissions import admin_required, reviewer_required
 
 
+# Runs listed on a dataset's page; older ones stay in the API.
+RECENT_RUNS = 10
+
+
 def _dataset_or_404(dataset_id: int) -> Dataset:
     return get_object_or_404(Dataset.objects.select_related("periodic_task"), id=dataset_id)
 
@@ -105,6 +109,7 @@ def _detail_page(request: HttpRequest, dataset: Dataset, *, status: int = 200, s
         or ScheduleForm(initial={"cron": dataset.schedule_cron, "mode": dataset.schedule_mode}),
         "diff_form": DiffForm(initial=diff_initial, numbers=numbers) if diff_initial else None,
         "reasons": REASONS,
+        "runs": selectors.dataset_runs(dataset=dataset)[:RECENT_RUNS],
         **_run_context(selectors.dataset_latest_run(dataset=dataset)),
     }
     return render(request, "exports/detail.html", context, status=status)
@@ -122,8 +127,11 @@ def dataset_export(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """Export now: a run queued for the worker; the page follows its progress."""
     dataset = _dataset_or_404(dataset_id)
     mode = Mode.INCREMENTAL if request.POST.get("mode") == Mode.INCREMENTAL else Mode.SNAPSHOT
+    force = request.POST.get("force") == "on"
     try:
-        services.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER, user=request.user, mode=mode)
+        services.export_run_start(
+            dataset=dataset, trigger=Trigger.REVIEWER, user=request.user, mode=mode, force=force
+        )
     except services.ExportAlreadyRunning as running:
         messages.error(
             request,
@@ -145,7 +153,7 @@ def run_status(request: HttpRequest, dataset_id: int, run_id: int) -> HttpRespon
     run = get_object_or_404(ExportRun.objects.select_related("dataset", "version"), id=run_id, dataset_id=dataset_id)
     response = render(request, "exports/_run_status.html", {"dataset": run.dataset, **_run_context(run)})
     response["Cache-Control"] = "no-store"
-    if request.headers.get("HX-Request") and run.status == ExportRun.Status.DONE:
+    if request.headers.get("HX-Request") and run.status in (ExportRun.Status.DONE, ExportRun.Status.UNCHANGED):
         response["HX-Refresh"] = "true"
     return response
 

@@ -1,9 +1,15 @@
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
 
-from feedback import services
+from feedback import custom_patterns, services
 from feedback.models import ApiToken, FeedbackItem, Source
+from feedback.scrubber import scrub, scrub_json
 from feedback.signatures import secret_generate
 
 
@@ -127,8 +133,84 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 @admin.register(FeedbackItem)
 class FeedbackItemAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "rating", "source", "model_version", "variant", "status", "received_at"]
+    """Feedback items as the reviewer pages show them: scrubbed, and read-only.
+
+    The item's text, context, user ref and raw payload hold whatever the sender
+    sent, secrets and personal data included. The admin shows the scrubbed text
+    only; the original is one click away on the item page, whose *Reveal
+    original* records who looked. Items arrive through ingestion, so nothing
+    here adds or edits one (a form would show the originals in its inputs).
+    """
+
+    list_display = ["id", "kind", "rating", "preview", "source", "model_version", "variant", "status", "received_at"]
     list_filter = ["kind", "status", "source", "model_version", "variant"]
-    search_fields = ["external_id", "comment", "title"]
     list_select_related = ["source"]
-    readonly_fields = ["receipt_id", "embedding", "raw_payload"]
+    # Ids, and the scrubbed text as embedded: searching the originals would
+    # confirm a key or an address prefix by prefix, past the audited reveal.
+    search_fields = ["=id", "=external_id", "embed_text"]
+    search_help_text = "An item id, an external id, or words of the scrubbed text (items not yet embedded have none)."
+    fieldsets = [
+        (None, {"fields": ["original", "source", "external_id", "kind", "rating", "severity", "reporter"]}),
+        ("Text (scrubbed)", {"fields": ["scrubbed_title", "scrubbed_comment", "scrubbed_expected", "scrubbed_context"]}),
+        ("Model", {"fields": ["model_name", "model_version", "variant", "surface"]}),
+        ("Times", {"fields": ["occurred_at", "received_at"]}),
+        ("Pipeline", {"fields": [
+            "status", "attempts", "scrubbed_last_error", "status_changed_at",
+            "scrubbed_embed_text", "content_hash", "embed_recipe", "embedding",
+        ]}),
+    ]
+    readonly_fields = [
+        "original", "scrubbed_title", "scrubbed_comment", "scrubbed_expected", "scrubbed_context",
+        "scrubbed_last_error", "scrubbed_embed_text",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Preview (scrubbed)")
+    def preview(self, item: FeedbackItem) -> str:
+        return Truncator(_scrubbed(item.title or item.comment)).chars(80)
+
+    @admin.display(description="Original")
+    def original(self, item: FeedbackItem) -> str:
+        return format_html(
+            'The original text, context, user ref and raw payload are shown only on the <a href="{}">item page</a> '
+            "with <em>Reveal original</em>, which records who looked in the item's history.",
+            reverse("item_detail", args=[item.id]),
+        )
+
+    @admin.display(description="Title")
+    def scrubbed_title(self, item: FeedbackItem) -> str:
+        return _scrubbed(item.title)
+
+    @admin.display(description="Comment")
+    def scrubbed_comment(self, item: FeedbackItem) -> str:
+        return _scrubbed(item.comment)
+
+    @admin.display(description="Expected")
+    def scrubbed_expected(self, item: FeedbackItem) -> str:
+        return _scrubbed(item.expected)
+
+    @admin.display(description="Context")
+    def scrubbed_context(self, item: FeedbackItem) -> str:
+        if not item.context:
+            return ""
+        context, _ = scrub_json(item.context, extra_patterns=custom_patterns.all_sources())
+        return format_html("<pre>{}</pre>", json.dumps(context, indent=2, ensure_ascii=False))
+
+    @admin.display(description="Last error")
+    def scrubbed_last_error(self, item: FeedbackItem) -> str:
+        return _scrubbed(item.last_error)  # an error may quote the text it failed on
+
+    @admin.display(description="Embedded text")
+    def scrubbed_embed_text(self, item: FeedbackItem) -> str:
+        # Scrubbed when embedded; again here for patterns a source added since.
+        return _scrubbed(item.embed_text)
+
+
+def _scrubbed(text: str) -> str:
+    return scrub(text, extra_patterns=custom_patterns.all_sources()).text if text else ""
+

@@ -44,21 +44,20 @@ class ReportOut(Schema):
 
 
 def read_limited_body(request: HttpRequest) -> bytes:
-    """The body, refusing one over the limit without reading it all."""
+    """The body, refusing one over the limit without reading it.
+
+    A chunked body (no Content-Length) was read already, within the limit,
+    by config.middleware.ReadChunkedBody, which declared its length.
+    """
     limit = settings.WEBHOOK_MAX_BODY_BYTES
-    too_large = ApiError(413, f"the request body is larger than the limit of {limit} bytes")
-    declared = request.META.get("CONTENT_LENGTH")
-    if declared:
-        try:
-            if int(declared) > limit:
-                raise too_large
-        except ValueError:
-            raise ApiError(400, "the Content-Length header is not a number") from None
-        return request.body
-    body = request.read(limit + 1)  # chunked upload: stop reading just past the limit
-    if len(body) > limit:
-        raise too_large
-    return body
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    try:
+        length = int(declared)
+    except ValueError:
+        raise ApiError(400, "the Content-Length header is not a number") from None
+    if length > limit:
+        raise ApiError(413, f"the request body is larger than the limit of {limit} bytes")
+    return request.body
 
 
 @router.post(
@@ -71,8 +70,10 @@ def receive_events(request: HttpRequest, slug: str):
     """One ``feedback.rating`` event, or ``{"events": [...]}`` with up to 1,000 of them.
 
     Signed with the source's secret as Standard Webhooks: headers
-    ``webhook-id``, ``webhook-timestamp``, ``webhook-signature``. A redelivered
-    event (same source and id) stores nothing new and answers ``duplicate``.
+    ``webhook-id``, ``webhook-timestamp``, ``webhook-signature``. An event's
+    ``id`` is its idempotency key; a single event without one takes the
+    ``webhook-id``. A redelivered event (same source and id) stores nothing
+    new and answers ``duplicate``. The body may come chunked.
     """
     source = selectors.source_for_webhook(slug=slug)
     if source is None:
@@ -96,8 +97,8 @@ def receive_events(request: HttpRequest, slug: str):
         )
     except SignatureError as exc:
         raise ApiError(401, str(exc)) from None
-    # Unstorable text (a NUL, say) fails only the event that holds it, not the whole batch.
-    payload = read_json_body(request, body, screen_text=False)
+    # A value no column can store (a NUL, say, or a 2^64) fails only the event that holds it, not the whole batch.
+    payload = read_json_body(request, body, screen_values=False)
     screen_text = may_hold_unstorable_text(body)
 
     if isinstance(payload, dict) and "events" in payload:
@@ -109,9 +110,7 @@ def receive_events(request: HttpRequest, slug: str):
             raise ApiError(413, f"a batch holds at most {limit} events; this one has {len(events)}", "events")
         result = services.events_ingest(source=source, events=events, screen_text=screen_text)
     elif isinstance(payload, dict):
-        result = services.events_ingest(
-            source=source, events=[payload], single_event_id=msg_id, screen_text=screen_text
-        )
+        result = services.events_ingest(source=source, events=[payload], message_id=msg_id, screen_text=screen_text)
     else:
         raise ApiError(422, 'the body must be a JSON object: one event, or {"events": [...]}')
 

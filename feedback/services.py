@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from feedback import custom_patterns
 from feedback.models import ApiToken, Embedding, FeedbackItem, Source
-from feedback.schemas import RatingEvent, ReportIn, first_error, unstorable_error
+from feedback.schemas import EVENT_ID_MAX_LENGTH, RatingEvent, ReportIn, first_error, unstorable_error
 from feedback.signatures import secret_generate, secret_key
 from feedback.text import EMBED_RECIPE, embed_text
 
@@ -131,12 +131,18 @@ def rating_item_build(*, source: Source, event: RatingEvent, raw: dict[str, Any]
 
 
 def events_ingest(
-    *, source: Source, events: list[Any], single_event_id: str | None = None, screen_text: bool = True
+    *, source: Source, events: list[Any], message_id: str | None = None, screen_text: bool = True
 ) -> IngestResult:
     """Validate and store rating events; each event's outcome is reported.
 
+    `message_id`: the webhook-id of a delivery of one event (not a batch). The
+    event's own `id` is its identity when it carries one, as a delivery
+    service's events do; otherwise the message id is. A redelivery repeats
+    both, so either way it meets the stored row as a duplicate.
+
     `screen_text`: look for text no column can store (NUL, unpaired
-    surrogates); the API passes False when the body cannot hold any.
+    surrogates); the API passes False when the body cannot hold any. Numbers
+    and nesting are always screened (see schemas.unstorable_error).
 
     Invalid events are reported and skipped; the valid ones are stored in one
     transaction with INSERT .. ON CONFLICT DO NOTHING on (source, external_id),
@@ -146,35 +152,33 @@ def events_ingest(
     result = IngestResult()
     receipt_id = uuid.uuid4()
     pending: dict[str, tuple[int, FeedbackItem]] = {}
+    single = message_id is not None
     for index, raw in enumerate(events):
-        prefix = "" if single_event_id else f"events[{index}]"
+        prefix = "" if single else f"events[{index}]"
         if not isinstance(raw, dict):
             where = prefix or "body"
             result.outcomes.append(EventOutcome(index, None, "invalid", f"{where}: must be a JSON object", where))
             continue
-        unstorable = unstorable_error(raw, prefix) if screen_text else None
+        unstorable = unstorable_error(raw, prefix, screen_text=screen_text)
         if unstorable is not None:
-            event_id = raw.get("id") if isinstance(raw.get("id"), str) and not unstorable_error(raw["id"]) else None
-            result.outcomes.append(EventOutcome(index, event_id, "invalid", *unstorable))
+            result.outcomes.append(EventOutcome(index, _shown_event_id(raw), "invalid", *unstorable))
             continue
         try:
             event = RatingEvent.model_validate(raw)
         except ValidationError as exc:
             message, path = first_error(exc, prefix)
-            event_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-            result.outcomes.append(EventOutcome(index, event_id, "invalid", message, path))
+            result.outcomes.append(EventOutcome(index, _shown_event_id(raw), "invalid", message, path))
             continue
-        if single_event_id is not None:
-            if event.id is not None and event.id != single_event_id:
-                result.outcomes.append(
-                    EventOutcome(index, event.id, "invalid", "id: must equal the webhook-id header", "id")
-                )
+        if event.id is None:
+            if not single:
+                path = f"{prefix}.id"
+                result.outcomes.append(EventOutcome(index, None, "invalid", f"{path}: is required in a batch", path))
                 continue
-            event.id = single_event_id
-        elif event.id is None:
-            path = f"{prefix}.id"
-            result.outcomes.append(EventOutcome(index, None, "invalid", f"{path}: is required in a batch", path))
-            continue
+            problem = message_id_error(message_id)
+            if problem is not None:
+                result.outcomes.append(EventOutcome(index, None, "invalid", f"webhook-id: {problem}", "webhook-id"))
+                continue
+            event.id = message_id
         if event.id in pending:
             result.outcomes.append(EventOutcome(index, event.id, "duplicate"))
             continue
@@ -185,6 +189,24 @@ def events_ingest(
         result.outcomes.append(EventOutcome(index, event_id, "accepted" if event_id in stored else "duplicate"))
     result.outcomes.sort(key=lambda outcome: outcome.index)
     return result
+
+
+def _shown_event_id(raw: dict[str, Any]) -> str | None:
+    """The id of an invalid event, for its result, when it is text that can be shown."""
+    event_id = raw.get("id")
+    return event_id if isinstance(event_id, str) and unstorable_error(event_id) is None else None
+
+
+def message_id_error(message_id: str) -> str | None:
+    """Why a webhook-id cannot serve as the id of the event it carries, or None."""
+    if len(message_id) > EVENT_ID_MAX_LENGTH:
+        return (
+            f"is {len(message_id)} characters; an event id holds at most {EVENT_ID_MAX_LENGTH}, "
+            "so send the event's own id in the body"
+        )
+    if unstorable_error(message_id) is not None:
+        return "must not contain NUL or unpaired surrogates"
+    return None
 
 
 def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID) -> set[str]:

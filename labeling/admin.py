@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from feedback import custom_patterns
+from feedback.scrubber import scrub
 from labeling.models import Assignment, Category, ClusterRun
 
 
@@ -15,6 +17,13 @@ class CategoryAdmin(admin.ModelAdmin):
 class ClusterRunAdmin(admin.ModelAdmin):
     list_display = ["id", "status", "trigger", "progress", "created_at", "finished_at"]
     list_filter = ["status", "trigger"]
+    # An error message may quote the feedback text it failed on.
+    exclude = ["error"]
+    readonly_fields = ["scrubbed_error"]
+
+    @admin.display(description="Error (scrubbed)")
+    def scrubbed_error(self, run: ClusterRun) -> str:
+        return scrub(run.error, extra_patterns=custom_patterns.all_sources()).text if run.error else ""
 
 
 @admin.register(Assignment)

@@ -11,6 +11,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Lower
 
+from config.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling.category_selectors import PAGE_SIZE, thumbs_down_total
 from labeling.models import Area, Category
@@ -18,7 +19,6 @@ from labeling.services import failure_signals
 
 OPEN_STATUSES = (Area.Status.PROPOSED, Area.Status.CONFIRMED)
 NO_AREA = "none"  # the ?area= value for categories (or items) in no area
-_MAX_ID = 2**63 - 1  # larger numbers make the database driver raise instead of finding nothing
 
 
 def _with_counts(areas: QuerySet[Area], *, model_version: str = "") -> QuerySet[Area]:
@@ -151,7 +151,7 @@ def area_filter_parse(raw: str, *, areas: dict[int, Area]) -> AreaFilter:
     raw = (raw or "").strip()
     if raw in ("", NO_AREA):
         return AreaFilter(value=raw)
-    area_id = int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) <= _MAX_ID else None
+    area_id = id_parse(raw)
     if area_id is None:
         shown = raw if len(raw) <= 40 else raw[:40] + "…"
         return AreaFilter(notice=f"“{shown}” is not an area; showing every area.")

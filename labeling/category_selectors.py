@@ -14,9 +14,12 @@ from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from config.ids import id_parse, is_id
 from feedback.models import FeedbackItem
 from labeling import clustering
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
+from labeling.permissions import is_admin
+from labeling.review_selectors import labels_hidden_from
 
 PAGE_SIZE = 50
 GROWTH_WINDOW = timedelta(days=7)
@@ -96,8 +99,8 @@ def category_list(*, filters: CategoryListFilters, now: datetime | None = None) 
         categories = categories.filter(name__icontains=filters.search)
     if filters.area == "none":
         categories = categories.filter(area__isnull=True)
-    elif filters.area.isascii() and filters.area.isdigit():
-        categories = categories.filter(area_id=int(filters.area))
+    elif is_id(filters.area):
+        categories = categories.filter(area_id=id_parse(filters.area))
     return categories.order_by(*SORTS.get(filters.sort, SORTS[DEFAULT_SORT]))
 
 
@@ -169,10 +172,15 @@ class CategoryItemFilters:
     assigned_by: str = ""
 
 
-def category_items(*, category: Category, filters: CategoryItemFilters) -> QuerySet[FeedbackItem]:
+def category_items(*, category: Category, filters: CategoryItemFilters, viewer=None) -> QuerySet[FeedbackItem]:
+    """The category's items, newest first. For a reviewer who still owes a blind second review
+    of an item a reviewer put here, that item is left out: being listed would tell them the
+    first reviewer's category (admins, and calls without a viewer, see every item)."""
     items = FeedbackItem.objects.filter(assignment__category=category).select_related(
         "assignment", "assignment__reviewer"
     )
+    if viewer is not None and not is_admin(viewer):
+        items = items.exclude(labels_hidden_from(viewer) & Q(assignment__assigned_by=Assignment.By.REVIEWER))
     if filters.rating == "down":
         items = items.filter(rating=-1)
     elif filters.rating == "up":
@@ -188,8 +196,9 @@ def category_items(*, category: Category, filters: CategoryItemFilters) -> Query
     return items.order_by("-occurred_at", "-id")
 
 
-def category_items_page(*, category: Category, filters: CategoryItemFilters, page_number) -> Page:
-    return Paginator(category_items(category=category, filters=filters), PAGE_SIZE).get_page(page_number)
+def category_items_page(*, category: Category, filters: CategoryItemFilters, page_number, viewer=None) -> Page:
+    items = category_items(category=category, filters=filters, viewer=viewer)
+    return Paginator(items, PAGE_SIZE).get_page(page_number)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from django.db.models import Count, Max, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from config.csvcells import spreadsheet_safe
 from feedback.models import FeedbackItem
 from labeling.models import Area, Category, SavedComparison
 
@@ -71,7 +72,12 @@ DENOMINATOR = (
     "included) / all ratings (up and down) of that side in the date range. Reports count as signals, "
     "not in the rates."
 )
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+# The days a comparison may cover: wider than any feedback, and far enough inside what
+# `date` can hold that a window's arithmetic (its default start, the day after its end,
+# the Mondays of its weeks, midnight in the local time zone) never overflows.
+EARLIEST_DATE = date(1970, 1, 1)
+LATEST_DATE = date(2999, 12, 31)
 
 
 # --- Statistics ---------------------------------------------------------------------------
@@ -207,9 +213,22 @@ def _parse_date(value: str, *, field: str) -> date | None:
     try:
         if not _DATE.match(value):
             raise ValueError
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise CompareError(422, f"{field}: '{value}' is not a date; use YYYY-MM-DD", field) from None
+    _date_in_range(day, field=field)
+    return day
+
+
+def _date_in_range(day: date, *, field: str) -> None:
+    if not EARLIEST_DATE <= day <= LATEST_DATE:
+        raise CompareError(
+            422, f"{field}: {day} is outside the dates a comparison covers, {EARLIEST_DATE} to {LATEST_DATE}", field
+        )
+
+
+def _default_start(end: date) -> date:
+    return max(EARLIEST_DATE, end - timedelta(days=DEFAULT_WINDOW_DAYS - 1))
 
 
 def _known_pairs(specs: Iterable[str]) -> set[tuple[str, str]]:
@@ -253,7 +272,7 @@ def compare_params_parse(
     end = _parse_date(date_to, field="to")
     today = today or timezone.localdate()
     end = end or max(today, start or today)
-    start = start or end - timedelta(days=DEFAULT_WINDOW_DAYS - 1)
+    start = start or _default_start(end)
     if start > end:
         raise CompareError(422, f"to: the end date {end} is before the start date {start}", "to")
     days = (end - start).days + 1
@@ -968,13 +987,6 @@ CSV_COLUMNS = (
 )
 
 
-def _csv_safe(value):
-    # Category names come from people and clustering; a leading = + - @ would run as a formula in a spreadsheet.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def comparison_csv(comparison: Comparison) -> str:
     """The page's table as rows: each area, followed by its categories, then the categories outside any area.
 
@@ -1001,7 +1013,7 @@ def comparison_csv(comparison: Comparison) -> str:
     records += [{"level": "category"} | _category_json(row) for row in comparison.outside_areas]
     for record in records:
         record |= shared
-        writer.writerow({key: _csv_safe("" if value is None else value) for key, value in record.items()})
+        writer.writerow({key: spreadsheet_safe("" if value is None else value) for key, value in record.items()})
     return out.getvalue()
 
 
@@ -1032,9 +1044,17 @@ def chart_data(comparison: Comparison) -> dict:
 # --- Choices for the form ------------------------------------------------------------------
 
 
+_VERSION_NUMBER = re.compile(r"([0-9]+)")
+
+
 def _version_key(version: str) -> tuple:
-    # "2.10" after "2.9": compare the numeric parts as numbers.
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", version) if part)
+    # "2.10" after "2.9": compare the runs of ASCII digits as numbers. Only those: a version
+    # is whatever a product sent, and "²" or "٣" pass str.isdigit() but int() refuses the first.
+    return tuple(
+        (0, int(part), "") if _VERSION_NUMBER.fullmatch(part) else (1, 0, part)
+        for part in _VERSION_NUMBER.split(version)
+        if part
+    )
 
 
 def side_choices() -> dict:
@@ -1077,14 +1097,28 @@ def side_choices() -> dict:
 
 
 def saved_comparison_params(*, saved: SavedComparison, today: date | None = None) -> CompareParams:
-    """The window a saved comparison covers today: fixed dates, or the last ``window_days`` days."""
+    """The window a saved comparison covers today: fixed dates, or the last ``window_days`` days.
+
+    CompareError for a window the compare page would refuse (dates outside
+    EARLIEST_DATE..LATEST_DATE, an end before the start): rows saved before
+    those checks, or written by hand, must not break the pages that list them.
+    """
     today = today or timezone.localdate()
     if saved.window_days:
         date_to = today
+        if saved.window_days > (today - EARLIEST_DATE).days + 1:
+            raise CompareError(
+                422, f"window_days: the last {saved.window_days} days start before {EARLIEST_DATE}", "window_days"
+            )
         date_from = today - timedelta(days=saved.window_days - 1)
     else:
         date_to = saved.date_to or today
-        date_from = saved.date_from or date_to - timedelta(days=DEFAULT_WINDOW_DAYS - 1)
+        _date_in_range(date_to, field="to")
+        if saved.date_from is not None:
+            _date_in_range(saved.date_from, field="from")
+        date_from = saved.date_from or _default_start(date_to)
+        if date_from > date_to:
+            raise CompareError(422, f"to: the end date {date_to} is before the start date {date_from}", "to")
     days = (date_to - date_from).days + 1
     return CompareParams(
         a=Side(saved.a_version, saved.a_variant),
@@ -1125,25 +1159,42 @@ def saved_comparison_delete(*, saved_id: int) -> bool:
 
 @dataclass
 class SavedEntry:
+    """A saved comparison with the window it covers today, or (params None) why it cannot be shown."""
+
     saved: SavedComparison
-    params: CompareParams
+    params: CompareParams | None
+    error: str = ""
 
     @property
     def url(self) -> str:
-        return self.params.url
+        if self.params is not None:
+            return self.params.url
+        # The compare page with the stored values: it shows what is wrong with them.
+        query = {"a": self.saved.a_spec, "b": self.saved.b_spec}
+        query |= {key: day.isoformat() for key, day in (("from", self.saved.date_from), ("to", self.saved.date_to)) if day}
+        return "/compare/?" + urlencode(query)
 
     @property
     def window_label(self) -> str:
         if self.saved.window_days:
             return f"last {self.saved.window_days} days"
+        if self.params is None:
+            return f"{self.saved.date_from or '…'} – {self.saved.date_to or '…'}"
         return f"{self.params.date_from} – {self.params.date_to}"
+
+
+def _saved_entry_parts(saved: SavedComparison, *, today: date) -> tuple[CompareParams | None, str]:
+    try:
+        return saved_comparison_params(saved=saved, today=today), ""
+    except CompareError as exc:
+        return None, exc.message
 
 
 def saved_comparisons(*, today: date | None = None) -> list[SavedEntry]:
     """Every saved comparison, pinned first, with the window it covers today."""
     today = today or timezone.localdate()
     saved = SavedComparison.objects.select_related("created_by").order_by("-pinned", "-created_at", "-id")
-    return [SavedEntry(saved=entry, params=saved_comparison_params(saved=entry, today=today)) for entry in saved]
+    return [SavedEntry(entry, *_saved_entry_parts(entry, today=today)) for entry in saved]
 
 
 @dataclass
@@ -1154,23 +1205,23 @@ class PinnedStatus(SavedEntry):
 
     @property
     def regressions(self) -> list[CategoryRow]:
-        return self.comparison.regressions
+        return self.comparison.regressions if self.comparison else []
 
     @property
     def improvements(self) -> list[CategoryRow]:
-        return self.comparison.improvements
+        return self.comparison.improvements if self.comparison else []
 
     @property
     def area_regressions(self) -> list[AreaRow]:
-        return self.comparison.area_regressions
+        return self.comparison.area_regressions if self.comparison else []
 
     @property
     def area_improvements(self) -> list[AreaRow]:
-        return self.comparison.area_improvements
+        return self.comparison.area_improvements if self.comparison else []
 
     @property
     def regressed(self) -> bool:
-        return self.comparison.regressed
+        return self.comparison.regressed if self.comparison else False
 
 
 def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OVERVIEW) -> list[PinnedStatus]:
@@ -1185,20 +1236,27 @@ def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OV
     if not pins:
         return []
     today = today or timezone.localdate()
-    all_params = [saved_comparison_params(saved=pin, today=today) for pin in pins]
-    rows = _daily_counts(
-        sides=[side for params in all_params for side in (params.a, params.b)],
-        date_from=min(params.date_from for params in all_params),
-        date_to=max(params.date_to for params in all_params),
-    )
-    categories = _categories(rows)
+    parts = [_saved_entry_parts(pin, today=today) for pin in pins]
+    # A pin whose window cannot be compared shows its error; the others still answer.
+    all_params = [params for params, _ in parts if params is not None]
+    rows, categories = [], {}
+    if all_params:
+        rows = _daily_counts(
+            sides=[side for params in all_params for side in (params.a, params.b)],
+            date_from=min(params.date_from for params in all_params),
+            date_to=max(params.date_to for params in all_params),
+        )
+        categories = _categories(rows)
     statuses = [
         PinnedStatus(
             saved=pin,
             params=params,
-            comparison=_comparison_from_rows(params=params, rows=rows, categories=categories, with_series=False),
+            error=error,
+            comparison=None
+            if params is None
+            else _comparison_from_rows(params=params, rows=rows, categories=categories, with_series=False),
         )
-        for pin, params in zip(pins, all_params)
+        for pin, (params, error) in zip(pins, parts)
     ]
     # What needs attention first; otherwise newest first (a stable sort keeps that order).
     return sorted(statuses, key=lambda status: not status.regressed)

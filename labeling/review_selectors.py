@@ -8,14 +8,16 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import BooleanField, Case, Count, Exists, OuterRef, Q, QuerySet, Value, When
 from sklearn.metrics import cohen_kappa_score
 
+from config.ids import id_parse
 from feedback import custom_patterns
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub, scrub_json
 from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock
+from labeling.permissions import is_admin
 from labeling.review_services import OPEN_STATUSES
 from labeling.services import failure_signals
 
@@ -48,9 +50,10 @@ def queue_parse(*, key: str | None) -> Queue | None:
         return Queue(key=UNASSIGNED, title="Unassigned items")
     if key == DOUBLE:
         return Queue(key=DOUBLE, title="Double review")
-    if not key.isdigit():
+    category_id = id_parse(key)
+    if category_id is None:
         return None
-    category = Category.objects.filter(id=int(key), status__in=OPEN_STATUSES).first()
+    category = Category.objects.filter(id=category_id, status__in=OPEN_STATUSES).first()
     if category is None:
         return None
     return Queue(key=str(category.id), title=category.name, category=category)
@@ -260,6 +263,21 @@ def item_lock(item: FeedbackItem) -> ReviewLock | None:
         return None
 
 
+def labels_hidden_from(viewer) -> Q:
+    """Items whose labels `viewer` must not see yet: a blind second review of theirs is still to come.
+
+    An item sampled for double review that someone else has labelled and
+    `viewer` has not: every list and filter treats its labels (and the
+    category a reviewer gave it) as unknown to `viewer`, as the item page does.
+    """
+    labels = Label.objects.filter(item=OuterRef("pk"))
+    return (
+        Q(double_review__isnull=False)
+        & Exists(labels.exclude(reviewer=viewer))
+        & ~Exists(labels.filter(reviewer=viewer))
+    )
+
+
 def item_in_double_review(item: FeedbackItem) -> bool:
     try:
         return item.double_review is not None
@@ -273,27 +291,36 @@ class SimilarItem:
     similarity: float
     # The scrubbed line the panel shows for it.
     preview: str = ""
+    # A reviewer chose its category and the viewer still owes it a blind second review.
+    category_hidden: bool = False
 
     @property
     def percent(self) -> int:
         return round(100 * self.similarity)
 
 
-def items_similar(*, item_id: int, k: int = SIMILAR_K) -> list[SimilarItem]:
-    """The k nearest items with what their rows show, in one query after the index search."""
+def items_similar(*, item_id: int, k: int = SIMILAR_K, viewer=None) -> list[SimilarItem]:
+    """The k nearest items with what their rows show, in one query after the index search.
+
+    With a non-admin `viewer`, a neighbour's category stays hidden where a
+    reviewer chose it and `viewer` still owes that item a blind second review.
+    """
     neighbours = feedback_selectors.similar_items(item_id=item_id, k=k)
     if not neighbours:
         return []
-    rows = (
-        FeedbackItem.objects.select_related("assignment__category")
-        .defer("raw_payload", "context")
-        .in_bulk([n.item_id for n in neighbours])
-    )
+    rows = FeedbackItem.objects.select_related("assignment__category").defer("raw_payload", "context")
+    if viewer is not None and not is_admin(viewer):
+        hidden = labels_hidden_from(viewer) & Q(assignment__assigned_by=Assignment.By.REVIEWER)
+        rows = rows.annotate(
+            category_hidden=Case(When(hidden, then=Value(True)), default=Value(False), output_field=BooleanField())
+        )
+    rows = rows.in_bulk([n.item_id for n in neighbours])
     return [
         SimilarItem(
             item=rows[n.item_id],
             similarity=n.similarity,
             preview=item_snippet(rows[n.item_id], or_embedded_text=True),
+            category_hidden=getattr(rows[n.item_id], "category_hidden", False),
         )
         for n in neighbours
         if n.item_id in rows

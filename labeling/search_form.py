@@ -1,15 +1,9 @@
 from django import forms
 
+from config.ids import is_id
 from feedback.models import FeedbackItem
 from labeling.models import Label
 from labeling.selectors import SearchFilters
-
-_MAX_ID = 2**63 - 1  # larger numbers make the database driver raise instead of finding nothing
-
-
-def _is_id(value: str) -> bool:
-    # str.isdigit accepts "²" and other digits int() refuses; ids are ASCII and fit a bigint.
-    return value.isascii() and value.isdigit() and 0 < int(value) <= _MAX_ID
 
 
 class SearchForm(forms.Form):
@@ -34,10 +28,10 @@ class SearchForm(forms.Form):
         if cleaned.get("date_from") and cleaned.get("date_to") and cleaned["date_from"] > cleaned["date_to"]:
             self.add_error("date_to", "The end date is before the start date.")
         category = cleaned.get("category") or ""
-        if category and category != "none" and not _is_id(category):
+        if category and category != "none" and not is_id(category):
             self.add_error("category", "Pick a category from the list.")
         area = cleaned.get("area") or ""
-        if area and area != "none" and not _is_id(area):
+        if area and area != "none" and not is_id(area):
             self.add_error("area", "Pick an area from the list.")
         return cleaned
 

@@ -3,13 +3,16 @@
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import BooleanField, Case, CharField, Count, Exists, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Lower, TruncDate
 from django.utils import timezone
 
+from config.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling.compare import day_start
-from labeling.models import Area, Category, ClusterRun, Label
+from labeling.models import Area, Assignment, Category, ClusterRun, Label
+from labeling.permissions import is_admin
+from labeling.review_selectors import labels_hidden_from
 
 
 @dataclass
@@ -155,15 +158,39 @@ class SearchFilters:
     date_to: date | None = None
 
 
-def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
+def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackItem]:
     """Items matching every given filter, newest first; each word of ``q`` must appear.
 
-    Each item carries `verdict`: the verdict of its label changed last, or None.
+    Each item carries `verdict`: the verdict of its label changed last, or None;
+    `labels_hidden` and `category_hidden`: what `viewer` may not see of it.
+
+    A second review must stay blind (see review_selectors.labels_hidden_from):
+    for a reviewer who still owes one, the item's verdict, and its category
+    when a reviewer chose it, are hidden, and no review, category or area
+    filter matches it, since an answer to a filter would tell the label just as
+    well. Admins (and calls without a viewer) see everything.
     """
     labels = Label.objects.filter(item=OuterRef("pk"))
-    items = FeedbackItem.objects.select_related("source", "assignment__category", "assignment__area").annotate(
-        verdict=Subquery(labels.order_by("-updated_at", "-id").values("verdict")[:1])
-    )
+    latest_verdict = Subquery(labels.order_by("-updated_at", "-id").values("verdict")[:1])
+    items = FeedbackItem.objects.select_related("source", "assignment__category", "assignment__area")
+    if viewer is None or is_admin(viewer):
+        items = items.annotate(
+            verdict=latest_verdict,
+            labels_hidden=Value(False, output_field=BooleanField()),
+            category_hidden=Value(False, output_field=BooleanField()),
+        )
+    else:
+        hidden = labels_hidden_from(viewer)
+        items = items.annotate(
+            labels_hidden=Case(When(hidden, then=Value(True)), default=Value(False), output_field=BooleanField())
+        ).annotate(
+            verdict=Case(When(labels_hidden=True, then=Value(None)), default=latest_verdict, output_field=CharField()),
+            category_hidden=Case(
+                When(labels_hidden=True, assignment__assigned_by=Assignment.By.REVIEWER, then=Value(True)),
+                default=Value(False),
+                output_field=BooleanField(),
+            ),
+        )
     # Words are looked up in the scrubbed text (title, comment, expected, as
     # embedded): searching the originals would let anyone confirm a secret or
     # an address prefix by prefix, past the audited reveal. Items still
@@ -180,14 +207,19 @@ def items_search(*, filters: SearchFilters) -> QuerySet[FeedbackItem]:
     items = items.filter(**{field: value for field, value in exact.items() if value})
     if filters.rating in ("up", "down"):
         items = items.filter(rating=1 if filters.rating == "up" else -1)
+    category_id, area_id = id_parse(filters.category), id_parse(filters.area)
+    if filters.category == "none" or category_id is not None or filters.area == "none" or area_id is not None:
+        items = items.filter(category_hidden=False)
     if filters.category == "none":
         items = items.filter(Q(assignment__isnull=True) | Q(assignment__category__isnull=True))
-    elif filters.category.isdigit():
-        items = items.filter(assignment__category_id=int(filters.category))
+    elif category_id is not None:
+        items = items.filter(assignment__category_id=category_id)
     if filters.area == "none":
         items = items.filter(Q(assignment__isnull=True) | Q(assignment__area__isnull=True))
-    elif filters.area.isdigit():
-        items = items.filter(assignment__area_id=int(filters.area))
+    elif area_id is not None:
+        items = items.filter(assignment__area_id=area_id)
+    if filters.review in ("none", "any", *Label.Verdict.values):
+        items = items.filter(labels_hidden=False)
     if filters.review == "none":
         items = items.filter(~Exists(labels))
     elif filters.review == "any":

@@ -35,9 +35,9 @@ def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET or None)
     page = None
     if form.is_bound and form.is_valid():
-        items = selectors.items_search(filters=form.filters())
+        items = selectors.items_search(filters=form.filters(), viewer=request.user)
     elif not form.is_bound:
-        items = selectors.items_search(filters=selectors.SearchFilters())
+        items = selectors.items_search(filters=selectors.SearchFilters(), viewer=request.user)
     else:
         items = None
     if items is not None:

@@ -12,13 +12,13 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
+from config.ids import id_parse
 from labeling import area_selectors as selectors
 from labeling import area_services as services
 from labeling.audit import audit_trail
 from labeling.category_services import CategoryRefused
 from labeling.models import Area
 from labeling.permissions import reviewer_required
-from labeling.views_categories import _int_or_none
 
 
 @reviewer_required
@@ -100,7 +100,7 @@ def area_confirm(request: HttpRequest, area_id: int) -> HttpResponse:
 @require_POST
 def area_merge(request: HttpRequest, area_id: int) -> HttpResponse:
     source = _area_or_404(area_id)
-    target_id = _int_or_none(request.POST.get("target"))
+    target_id = id_parse(request.POST.get("target"))
     try:
         if target_id is None:
             raise services.AreaRefused("Choose the area to merge into.", field="target")

@@ -16,6 +16,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.ids import id_parse
 from labeling import area_selectors
 from labeling import area_services
 from labeling import category_selectors as selectors
@@ -30,20 +31,9 @@ def _is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
-_MAX_ID = 2**63 - 1  # larger numbers make the database driver raise instead of finding nothing
-
-
-def _int_or_none(value) -> int | None:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if 0 < number <= _MAX_ID else None
-
-
 def _ids(values: list[str]) -> list[int] | None:
     """Item ids from checkboxes; None when one is not a number (a tampered form)."""
-    ids = [_int_or_none(value) for value in values]
+    ids = [id_parse(value) for value in values]
     return None if None in ids else ids
 
 
@@ -101,7 +91,7 @@ def _detail_response(request: HttpRequest, category: Category, *, status: int = 
         "category": category,
         "representatives": selectors.category_representatives(category=category),
         "page_obj": selectors.category_items_page(
-            category=category, filters=filters, page_number=request.GET.get("page")
+            category=category, filters=filters, page_number=request.GET.get("page"), viewer=request.user
         ),
         "filters": filters,
         "facets": breakdown.facets,
@@ -189,7 +179,7 @@ def category_archive(request: HttpRequest, category_id: int) -> HttpResponse:
 @require_POST
 def category_merge(request: HttpRequest, category_id: int) -> HttpResponse:
     source = _category_or_404(category_id)
-    target_id = _int_or_none(request.POST.get("target"))
+    target_id = id_parse(request.POST.get("target"))
     try:
         if target_id is None:
             raise services.CategoryRefused("Choose the category to merge into.", field="target")
@@ -221,7 +211,7 @@ def category_split(request: HttpRequest, category_id: int) -> HttpResponse:
 @require_POST
 def category_move_to_area(request: HttpRequest, category_id: int) -> HttpResponse:
     _category_or_404(category_id)
-    area_id = _int_or_none(request.POST.get("area"))
+    area_id = id_parse(request.POST.get("area"))
     try:
         if area_id is None:
             raise services.CategoryRefused("Choose the area to move it to.", field="area")

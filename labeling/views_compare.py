@@ -9,9 +9,9 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from config.redirects import redirect_to_next
 from labeling import compare
 from labeling.permissions import reviewer_required
 
@@ -94,11 +94,8 @@ def saved_pin(request: HttpRequest, saved_id: int) -> HttpResponse:
         messages.success(request, "Pinned to the overview." if pinned else "Unpinned from the overview.")
     else:
         messages.error(request, "That saved comparison no longer exists.")
-    target = request.POST.get("next", "")
-    # Only pages of this site: the overview and the compare page post back here.
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return redirect(target)
-    return redirect("compare")
+    # The overview and the compare page post back here; anything else goes to the compare page.
+    return redirect_to_next(request, request.POST.get("next"), fallback="compare")
 
 
 @reviewer_required

@@ -9,6 +9,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.ids import id_parse
 from labeling import review_selectors as selectors
 from labeling import review_services as services
 from labeling.audit import audit_record, audit_trail
@@ -176,7 +177,7 @@ def _item_context(
 @require_GET
 def item_similar(request: HttpRequest, item_id: int) -> HttpResponse:
     """The similar-items panel, loaded after the page so the vector search never delays it."""
-    similar = selectors.items_similar(item_id=item_id)
+    similar = selectors.items_similar(item_id=item_id, viewer=request.user)
     return render(request, "labeling/review/_similar.html", {"similar": similar})
 
 
@@ -233,14 +234,14 @@ def review_next(request: HttpRequest) -> HttpResponse:
 def review_skip(request: HttpRequest) -> HttpResponse:
     """Release the lock on an item and move on; it comes back when the queue runs dry."""
     queue = selectors.queue_parse(key=request.POST.get("category"))
-    item_id = request.POST.get("item", "")
-    if not item_id.isdigit():
+    item_id = id_parse(request.POST.get("item", ""))
+    if item_id is None:
         messages.error(request, "Nothing to skip.")
         return redirect("review_queue")
-    services.review_locks_release(reviewer=request.user, item_id=int(item_id))
+    services.review_locks_release(reviewer=request.user, item_id=item_id)
     if queue is None:
-        return redirect(_item_url(int(item_id)))
-    _skipped_set(request, queue, _skipped(request, queue) + [int(item_id)])
+        return redirect(_item_url(item_id))
+    _skipped_set(request, queue, _skipped(request, queue) + [item_id])
     return redirect(_next_url(queue))
 
 

@@ -60,8 +60,7 @@ CONFIG = SchemathesisConfig.from_dict(
         "generation": {"mode": "all"},  # valid and invalid requests
         "checks": {
             # Schema-valid input may still break a rule the schema cannot state (a
-            # single event's id must equal its webhook-id, a dataset's name must be
-            # free): design.md answers that with 422, which every route documents.
+            # value nested too deep to store, a dataset's name must be free): design.md answers that with 422, which every route documents.
             # Any other refusal of valid input (400, 413) still fails.
             "positive_data_acceptance": {"expected-statuses": ["2xx", "3xx", 401, 403, 404, 409, 422, 429]},
         },
@@ -238,8 +237,8 @@ def signed(case, world: World) -> tuple[dict, dict]:
         body = json.dumps(case.body).encode()
     except (TypeError, ValueError):
         return {}, {}
-    # A single event's id is its webhook-id (the idempotency key); a sender
-    # could not put an id with control or non-Latin-1 characters in a header.
+    # The message id is sent as a header: a sender could not put an id with
+    # control or non-Latin-1 characters there, so such events get a fresh one.
     event_id = case.body.get("id") if isinstance(case.body, dict) and "events" not in case.body else None
     sendable = isinstance(event_id, str) and event_id.isascii() and event_id.isprintable()
     msg_id = event_id if sendable and event_id == event_id.strip() else f"msg_{uuid.uuid4().hex}"

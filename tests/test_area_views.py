@@ -259,7 +259,6 @@ def test_a_reviewer_renames_an_area_and_goes_back_to_its_page(reviewer, areas):
 @pytest.mark.parametrize("name, message", [
     ("   ", "An area needs a name."),
     ("x" * 201, "A name can have at most 200 characters."),
-    ("Fi\x00les", "A name cannot contain a NUL character."),
 ])
 def test_a_bad_name_is_refused_at_the_field_and_changes_nothing(reviewer, areas, name, message):
     files = areas["files"]
@@ -314,7 +313,7 @@ def test_a_merge_into_itself_or_into_a_merged_area_is_refused_with_a_message(rev
     assert snapshot() == before
 
 
-@pytest.mark.parametrize("target", ["", "abc", "-1", "²", "1\x00", HUGE, str(2**70)])
+@pytest.mark.parametrize("target", ["", "abc", "-1", "²", HUGE, str(2**70)])
 def test_a_merge_without_a_usable_target_asks_for_one(reviewer, areas, target):
     before = snapshot()
     response = reviewer.post(f"/areas/{areas['files'].id}/merge", {"target": target})
@@ -426,7 +425,7 @@ def test_a_category_page_shows_its_area_and_moves_it_to_another(reviewer, areas)
     assert "rita</strong> category moved in" in body(reviewer.get(f"/areas/{tests.id}/"))
 
 
-@pytest.mark.parametrize("value", ["", "abc", "²", "0", "1\x00", HUGE])
+@pytest.mark.parametrize("value", ["", "abc", "²", "0", HUGE])
 def test_a_move_without_a_usable_area_asks_for_one(reviewer, areas, value):
     before = snapshot()
     response = reviewer.post(f"/categories/{areas['wrong'].id}/area", {"area": value})

@@ -260,7 +260,7 @@ def test_versions_are_listed_newest_first_and_their_files_download(api, export_r
     item_make()
     dataset = dataset_make("downloads", formats=("chat_jsonl", "parquet"))
     export(dataset)
-    export(dataset)
+    export(dataset, force=True)
 
     versions = api.get(f"/datasets/{dataset.id}/versions").json()
     assert [v["number"] for v in versions] == [2, 1]

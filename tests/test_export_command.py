@@ -50,7 +50,7 @@ def test_it_exports_a_version_and_prints_its_folder_last(export_root):
     assert lines[-1] == str(export_root / "cli-set" / "v1")
     version = DatasetVersion.objects.get()
     assert version.trigger == "command" and version.made_by == "command"
-    assert run_command("cli-set")[-1] == str(export_root / "cli-set" / "v2")
+    assert run_command("cli-set", "--force")[-1] == str(export_root / "cli-set" / "v2")
 
 
 @pytest.mark.django_db

@@ -111,8 +111,11 @@ def dataset_make(name: str = "train-set", purpose: str = "train", formats=("csv"
     )
 
 
-def export(dataset, *, mode: str = Mode.SNAPSHOT, trigger: str = Trigger.COMMAND) -> DatasetVersion:
-    run = services.export_run_start(dataset=dataset, trigger=trigger, mode=mode, enqueue=False)
+def export(
+    dataset, *, mode: str = Mode.SNAPSHOT, trigger: str = Trigger.COMMAND, force: bool = False
+) -> DatasetVersion:
+    """The version the export made, or with unchanged data (and no `force`) the one it matched."""
+    run = services.export_run_start(dataset=dataset, trigger=trigger, mode=mode, force=force, enqueue=False)
     version = services.export_run_execute(run_id=run.id)
     assert version is not None
     return version

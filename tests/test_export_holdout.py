@@ -1,5 +1,7 @@
 """The held-out promise, with planted exact, near and paraphrased duplicates of eval items."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,6 @@ from tests.test_export_helpers import (
     at_cosine,
     dataset_make,
     export,
-    item_make,
     label_make,
     member_ids,
     unit,
@@ -22,6 +23,15 @@ from tests.test_export_helpers import (
 export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
+
+_requests = itertools.count(1)
+
+
+def item_make(**fields) -> FeedbackItem:
+    """An item with a request of its own: items that share a conversation are held out for that alone."""
+    number = next(_requests)
+    fields.setdefault("request", f"Request {number}: rename foo to bar in module {number}")
+    return helpers.item_make(**fields)
 
 
 def eval_export(*items, name: str = "eval-set"):

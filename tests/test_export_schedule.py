@@ -55,11 +55,9 @@ def test_an_incremental_schedule_exports_only_items_new_since_the_last_version(e
     v1 = DatasetVersion.objects.get(id=tasks.scheduled_export(dataset.id))
     newer = [item_make() for _ in range(2)]
     v2 = DatasetVersion.objects.get(id=tasks.scheduled_export(dataset.id))
-    v3 = DatasetVersion.objects.get(id=tasks.scheduled_export(dataset.id))
 
     assert member_ids(v1) == {item.id for item in first}
-    assert member_ids(v2) == {item.id for item in newer} and v2.base_number == 1
-    assert v3.item_count == 0 and v3.base_number == 2 and v3.mode == "incremental"
+    assert member_ids(v2) == {item.id for item in newer} and v2.base_number == 1 and v2.mode == "incremental"
 
 
 @pytest.mark.django_db

@@ -362,7 +362,8 @@ def test_the_version_page_shows_how_many_items_were_held_out_and_why(reviewer, e
     eval_item = item_make(comment="Eval case.", vector=unit(1), model_version="eval-only")
     export(dataset_make("evals", purpose="eval", formats=("eval_jsonl",), filters={"model_versions": ["eval-only"]}))
     item_make(comment="eval CASE", vector=unit(2))
-    item_make(comment="Kept.", vector=unit(3))
+    # A conversation of its own: one equal to the eval item's would hold it out too.
+    item_make(comment="Kept.", vector=unit(3), request="Add type hints to the parser")
     train = dataset_make("trains", filters={"model_versions": ["2.1"]})
     export(train)
 

@@ -142,3 +142,55 @@ def test_a_token_never_stores_its_raw_value(token):
     assert raw not in (token_row.token_hash, token_row.prefix)
     assert len(raw) >= 43  # 32 random bytes, base64url
     assert token_row.token_hash == services.token_hash(raw)
+
+
+# --- JSON that parses but cannot be stored as sent --------------------------------------------
+
+
+def nested(levels: int):
+    value = 1
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "change, error, field",
+    [
+        ({"extra": nested(300)}, "arrays and objects may nest at most 64 levels deep", "extra" + ".a" * 63),
+        (
+            {"extra": {"n": 2**63}},
+            "integers must lie between -2^63 and 2^63-1; send a larger number as text",
+            "extra.n",
+        ),
+        ({"occurred_at": "0001-01-01T00:00:00+23:59"},
+         "Value error, must be a moment between the years 1 and 9999 in UTC", "occurred_at"),
+    ],
+    ids=["unknown-key-300-deep", "int-2^63", "occurred-at-before-year-1-in-utc"],
+)
+def test_a_value_that_cannot_be_stored_is_a_422_naming_the_field(client, token, change, error, field):
+    _, raw = token
+    response = post(client, report(**change), raw)
+    assert response.status_code == 422, response.content
+    assert response.json() == {"error": f"{field}: {error}", "field": field}
+    assert not FeedbackItem.objects.exists()
+    assert post(client, report(), raw).status_code == 201  # the token still files the next report
+
+
+def test_a_body_nested_beyond_what_the_parser_reads_is_a_400(client, token):
+    _, raw = token
+    response = post(client, b"[" * 100_000, raw)
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "the request body nests arrays and objects too deeply; at most 64 levels are allowed"
+    }
+
+
+def test_a_report_at_the_edge_of_the_limits_is_stored(client, token):
+    _, raw = token
+    body = report(extra=nested(63), occurred_at="2026-11-29T12:00:00-20:00", counts=[2**63 - 1])
+    response = post(client, body, raw)
+    assert response.status_code == 201, response.content
+    item = FeedbackItem.objects.get()
+    assert item.raw_payload == body
+    assert item.occurred_at.isoformat() == "2026-11-30T08:00:00+00:00"

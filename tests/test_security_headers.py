@@ -34,3 +34,18 @@ def test_pages_contain_no_inline_script(client, reviewer, url):
     for tag in re.findall(r"<script\b[^>]*>", html):
         assert "src=" in tag or 'type="application/json"' in tag, tag
     assert not re.search(r"\son[a-z]+=\"", html)  # no onclick= style handlers
+
+
+@pytest.mark.parametrize(
+    ("url", "content_type"),
+    [("/static/css/app.css", "text/css"), ("/static/vendor/htmx-2.0.8.min.js", "text/javascript")],
+)
+def test_static_files_answer_with_debug_off_and_carry_nosniff(client, url, content_type):
+    # WhiteNoise answers inside the middleware stack, so the security headers still apply.
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith(content_type)
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert b"".join(response.streaming_content)
+    assert client.get("/static/css/no-such-file.css").status_code == 404
+    assert client.get("/login/").status_code == 200

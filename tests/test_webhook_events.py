@@ -52,12 +52,44 @@ def test_a_single_event_takes_its_id_from_the_webhook_id(client, product):
     assert FeedbackItem.objects.filter(external_id="msg_from_header").exists()
 
 
-def test_it_rejects_a_single_event_whose_id_differs_from_the_webhook_id(client, product):
+def test_a_single_event_carrying_its_own_id_is_stored_under_that_id(client, product):
+    # Delivery services send their own message id; the event id in the payload is the event's identity.
     source, secret = product
     response = post_signed(client, source, secret, rating_event(id="evt_a"), msg_id="msg_b")
-    assert response.status_code == 422
-    assert response.json() == {"error": "id: must equal the webhook-id header", "field": "id"}
-    assert FeedbackItem.objects.count() == 0
+    assert response.status_code == 202, response.content
+    assert response.json()["results"] == [
+        {"index": 0, "id": "evt_a", "status": "accepted", "error": None, "field": None}
+    ]
+    assert list(FeedbackItem.objects.values_list("external_id", flat=True)) == ["evt_a"]
+
+
+def test_the_same_message_resent_under_its_webhook_id_is_a_duplicate(client, product):
+    source, secret = product
+    event = rating_event(id="evt_a")
+    assert post_signed(client, source, secret, event, msg_id="msg_1").json()["duplicate"] is False
+    again = post_signed(client, source, secret, event, msg_id="msg_1")
+    assert again.status_code == 202
+    assert again.json()["duplicate"] is True and again.json()["accepted"] == 0
+    assert FeedbackItem.objects.count() == 1
+
+
+def test_the_same_event_id_under_a_new_webhook_id_is_a_duplicate(client, product):
+    source, secret = product
+    assert post_signed(client, source, secret, rating_event(id="evt_a"), msg_id="msg_1").status_code == 202
+    again = post_signed(client, source, secret, rating_event(id="evt_a", comment="resent"), msg_id="msg_2")
+    assert again.status_code == 202
+    assert again.json()["duplicate"] is True
+    assert FeedbackItem.objects.get().comment == "It edited the wrong file."
+
+
+def test_an_event_without_an_id_is_the_same_event_as_one_carrying_its_webhook_id(client, product):
+    source, secret = product
+    event = rating_event()
+    del event["id"]
+    assert post_signed(client, source, secret, event, msg_id="msg_1").status_code == 202
+    again = post_signed(client, source, secret, dict(event, id="msg_1"), msg_id="msg_9")
+    assert again.json()["duplicate"] is True
+    assert list(FeedbackItem.objects.values_list("external_id", flat=True)) == ["msg_1"]
 
 
 def test_a_redelivered_event_is_a_duplicate_and_stores_nothing_new(client, product):

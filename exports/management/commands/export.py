@@ -1,11 +1,15 @@
-"""python manage.py export DATASET: make the next version now and print its folder (the last line)."""
+"""python manage.py export DATASET: make the next version now and print its folder (the last line).
+
+When nothing changed since the latest version no version is made (unless
+--force) and the last line is the latest version's folder.
+"""
 
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 
 from exports import services
-from exports.models import Dataset, Mode, Trigger
+from exports.models import Dataset, ExportRun, Mode, Trigger
 
 
 class Command(BaseCommand):
@@ -17,13 +21,16 @@ class Command(BaseCommand):
             "--incremental", action="store_true", help="only items that are in no earlier version of this dataset"
         )
         parser.add_argument(
+            "--force", action="store_true", help="make a version even when nothing changed since the latest one"
+        )
+        parser.add_argument(
             "--verify",
             type=int,
             metavar="N",
             help="write version N again from its recorded items and compare checksums (restores a missing folder)",
         )
 
-    def handle(self, *args, dataset, incremental, verify, **options):
+    def handle(self, *args, dataset, incremental, force, verify, **options):
         found = Dataset.objects.filter(name=dataset).first()
         if found is None:
             names = ", ".join(Dataset.objects.values_list("name", flat=True)) or "none defined yet"
@@ -37,6 +44,7 @@ class Command(BaseCommand):
                 trigger=Trigger.COMMAND,
                 made_by="command",
                 mode=Mode.INCREMENTAL if incremental else Mode.SNAPSHOT,
+                force=force,
                 enqueue=False,
             )
         except services.ExportAlreadyRunning as running:
@@ -47,6 +55,14 @@ class Command(BaseCommand):
             raise CommandError(f"export failed: {type(exc).__name__}: {exc}") from exc
         if version is None:
             raise CommandError(f"run {run.id} was taken by another worker")
+        run.refresh_from_db()
+        if run.status == ExportRun.Status.UNCHANGED:
+            self.stdout.write(
+                f"{found.name}: unchanged since v{version.number}, no version made (--force makes one) "
+                f"| {time.monotonic() - started:.1f}s"
+            )
+            self.stdout.write(str(services.version_folder(version=version)))
+            return
         held = version.held_out.get("total", 0)
         self.stdout.write(
             f"{found.name} v{version.number}: {version.item_count} items, {held} held out, "
