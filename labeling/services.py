@@ -273,6 +273,8 @@ def _reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _P
         for c in Category.objects.select_for_update(of=("self",)).select_related("merged_into").exclude(centroid=None)
     }
     final = {cid: _final(c) for cid, c in existing.items()}
+    # As the earlier runs left them: the loop below moves a continued category's centroid.
+    stored_centroids = {cid: centroid_of(c) for cid, c in existing.items()}
     previous_final = [
         final[previous[i]].id if previous.get(i) in final else None for i in item_ids
     ]
@@ -338,7 +340,7 @@ def _reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _P
     categories = [category_of_cluster.get(label) if label >= 0 else None for label in labels.tolist()]
     similarity = result.similarity.copy()
     kept = _keep_previous(
-        run, vectors, categories, similarity, previous_final, final, category_of_cluster, result,
+        run, vectors, categories, similarity, previous_final, final, category_of_cluster, result, stored_centroids,
         min_size=(clustering.ClusterParams(**run.params) if run.params else clustering.ClusterParams()).min_cluster_size,
     )
     created -= len({c.id for c in category_of_cluster.values() if c is not None and c.created_by_run_id == run.id}
@@ -380,12 +382,15 @@ def _unique_name(name: str, taken: set[str]) -> str:
     return f"{name} ({number})"
 
 
-def _keep_previous(run, vectors, categories, similarity, previous_final, final, category_of_cluster, result, min_size) -> int:
+def _keep_previous(
+    run, vectors, categories, similarity, previous_final, final, category_of_cluster, result, stored_centroids, min_size
+) -> int:
     """Keep earlier items in the open category they were in; returns how many stayed because of this.
 
-    An item leaves its category only for an existing category that is
-    clearly closer (by more than STICKY_MARGIN); it never leaves for a
-    category this run created, which gathers new and unsorted items only.
+    An item leaves its category only when it no longer fits it (its cosine
+    fell below the category's fit) and an existing category is clearly closer
+    (by more than STICKY_MARGIN); it never leaves for a category this run
+    created, which gathers new and unsorted items only.
     A new category left with fewer than `min_size` items is dropped again
     (its items wait unsorted). The category's centroid is this run's when a
     cluster continues it, else its stored one. Changes `categories` and
@@ -410,7 +415,13 @@ def _keep_previous(run, vectors, categories, similarity, previous_final, final, 
             continue
         stay = float(vectors[i] @ centroid)
         created_now = now is None or now.created_by_run_id == run.id
-        if created_now or stay >= similarity[i] - STICKY_MARGIN:
+        # An item that still fits its category, as it is now or as the run that
+        # placed it saw it (at least its loosest members' cosine), stays: a
+        # reviewer's list does not reshuffle because another category drifted nearer.
+        stored = stored_centroids.get(previous_id)
+        was = stay if stored is None else float(vectors[i] @ stored)
+        still_fits = previous.fit_similarity is not None and max(stay, was) >= previous.fit_similarity
+        if created_now or still_fits or stay >= similarity[i] - STICKY_MARGIN:
             categories[i] = previous
             similarity[i] = stay
             kept += 1
