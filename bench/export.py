@@ -10,7 +10,7 @@ and 300 train items are planted within cosine 0.95 of eval items, so the
 held-out check does real work.
 
 Each export then runs in a fresh process (so its peak memory is its own):
-a train dataset in all six formats over the first 10,000 items, and over all
+a train dataset in all nine formats over the first 10,000 items, and over all
 of them. It prints wall time, peak RSS, the RSS the export added on top of
 the loaded process, bytes written and items per second. The full export then
 runs once more over unchanged data: it makes no version, and its wall time
@@ -37,7 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-ALL_FORMATS = ["chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet"]
+ALL_FORMATS = [
+    "chat_jsonl", "preference_jsonl", "kto_jsonl", "coaching_jsonl", "hints_jsonl", "eval_jsonl", "inspect_jsonl",
+    "csv", "parquet",
+]
 SMALL = 10_000
 EVAL_ITEMS = 1_000
 PLANTED = 300

@@ -17,9 +17,18 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
 
 
 def manifest_build(
-    *, meta: dict[str, Any], counts: dict, held_out: dict, files: list[dict], scrubbed: dict[str, int] | None = None
+    *,
+    meta: dict[str, Any],
+    counts: dict,
+    held_out: dict,
+    files: list[dict],
+    scrubbed: dict[str, int] | None = None,
+    empty_formats: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """`scrubbed`: placeholder label -> replacements over the whole version (texts are scrubbed as rows are built)."""
+    """`scrubbed`: placeholder label -> replacements over the whole version (texts are scrubbed as rows are built).
+
+    `empty_formats`: format -> why its file has no row, so an empty file is never a silent surprise.
+    """
     return {
         "dataset": meta["dataset"],
         "description": meta["description"],
@@ -37,6 +46,7 @@ def manifest_build(
         "held_out": held_out,
         "files": files,
         "scrubbed": scrubbed or {},
+        "empty_formats": dict(sorted((empty_formats or {}).items())),
     }
 
 
@@ -46,7 +56,26 @@ def _table(rows: list[tuple], header: tuple) -> list[str]:
     return lines
 
 
-def card_text(*, meta: dict[str, Any], counts: dict, held_out: dict, files: list[dict]) -> str:
+# How each format's consumer reads it, beside the `datasets` line every format gets.
+LOADING_NOTES = {
+    "chat_jsonl": "SFT with TRL: `trl.SFTTrainer(train_dataset=<the dataset>)` (conversational `messages`).",
+    "preference_jsonl": "DPO with TRL: `trl.DPOTrainer(train_dataset=<the dataset>)` (conversational "
+    "`prompt` / `chosen` / `rejected`).",
+    "kto_jsonl": "KTO with TRL: `trl.KTOTrainer(train_dataset=<the dataset>)` (`prompt` / `completion` / `label`).",
+    "coaching_jsonl": "SFT with TRL on the rows with a completion (prompt-completion form: only the "
+    "completion is trained); the rows without one are prompts to generate a corrected answer from.",
+    "inspect_jsonl": "Inspect AI: `inspect_ai.dataset.json_dataset(\"{path}\")` gives the samples as they are.",
+}
+
+
+def card_text(
+    *,
+    meta: dict[str, Any],
+    counts: dict,
+    held_out: dict,
+    files: list[dict],
+    empty_formats: dict[str, str] | None = None,
+) -> str:
     """README.md of a version: what it is, what is in it, what was held out and how to load it."""
     name, number = meta["dataset"], meta["number"]
     lines = [f"# {name} v{number}", ""]
@@ -69,6 +98,11 @@ def card_text(*, meta: dict[str, Any], counts: dict, held_out: dict, files: list
         entry = by_file[writer.file_name]
         rows.append((f"`{writer.file_name}`", format_name, entry["rows"], entry["bytes"], writer.description))
     lines += _table(rows, ("file", "format", "rows", "bytes", "contents"))
+    if empty_formats:
+        lines += ["", "Empty files:", ""]
+        lines += [
+            f"- `{WRITERS[format_name].file_name}`: {reason}" for format_name, reason in sorted(empty_formats.items())
+        ]
     lines += ["", "Checksums (sha256) of every file are in `manifest.json`.", "", "## Filters", ""]
     if meta["filters"]:
         lines += [f"- {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in meta["filters"].items()]
@@ -104,4 +138,13 @@ def card_text(*, meta: dict[str, Any], counts: dict, held_out: dict, files: list
         loader = {"csv": "csv", "parquet": "parquet"}.get(format_name, "json")
         lines.append(f'load_dataset("{loader}", data_files="{name}/v{number}/{file_name}", split="train")')
     lines += ["```", ""]
+    notes = [
+        f"- `{WRITERS[format_name].file_name}`: " + LOADING_NOTES[format_name].format(
+            path=f"{name}/v{number}/{WRITERS[format_name].file_name}"
+        )
+        for format_name in meta["formats"]
+        if format_name in LOADING_NOTES
+    ]
+    if notes:
+        lines += notes + [""]
     return "\n".join(lines)

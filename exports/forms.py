@@ -5,19 +5,27 @@ from datetime import date
 
 from django import forms
 
+from exports.formats import WRITERS
 from exports.models import Dataset, Mode, Purpose
 from exports.schemas import EARLIEST_FILTER_DAY, FORMATS, LATEST_FILTER_DAY, NAME_PATTERN
 from labeling.models import Label
 from labeling.review_services import LABEL_TAGS
 
 FORMAT_LABELS = {
-    "chat_jsonl": "Chat JSONL (messages; corrected response or model output last)",
+    "chat_jsonl": "Chat JSONL (messages ending in a corrected response or a thumbs-up output)",
     "preference_jsonl": "Preference JSONL (corrected response vs rated output)",
     "hints_jsonl": "Hints JSONL (context + coaching hint)",
     "eval_jsonl": "Eval JSONL (input, failure category, expected behaviour, tags)",
     "csv": "CSV (one row per item)",
     "parquet": "Parquet (one row per item)",
 }
+
+
+def format_label(name: str) -> str:
+    """The form's wording for a format, else its writer's description (formats added later need no entry here)."""
+    return FORMAT_LABELS.get(name) or f"{name} ({WRITERS[name].description})"
+
+
 RATINGS = [("", "any rating"), ("up", "thumbs-up"), ("down", "thumbs-down"), ("none", "no rating (reports)")]
 KINDS = [("rating", "Ratings"), ("report", "Reports")]
 FILTER_FIELDS = (
@@ -64,13 +72,12 @@ class DatasetForm(forms.Form):
     purpose = forms.ChoiceField(choices=Purpose.choices, widget=forms.RadioSelect, initial=Purpose.TRAIN)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
     formats = forms.MultipleChoiceField(
-        choices=[(name, FORMAT_LABELS[name]) for name in FORMATS],
+        choices=[(name, format_label(name)) for name in FORMATS],
         widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "Choose at least one format."},
     )
-    categories = forms.TypedMultipleChoiceField(
-        coerce=int, required=False, widget=forms.SelectMultiple(attrs={"size": 6})
-    )
+    # Rendered by templates/exports/_category_picker.html: searchable, grouped by area (see category_groups).
+    categories = forms.TypedMultipleChoiceField(coerce=int, required=False, widget=forms.CheckboxSelectMultiple)
     areas = forms.TypedMultipleChoiceField(
         coerce=int,
         required=False,
@@ -98,8 +105,9 @@ class DatasetForm(forms.Form):
     def __init__(self, *args, choices: dict, dataset: Dataset | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         stored = dataset.filters if dataset is not None else {}
+        self.category_groups = _category_groups(choices, stored_ids=stored.get("categories", []))
         self.fields["categories"].choices = [
-            (c.id, f"{c.name} ({c.get_status_display().lower()})") for c in choices["categories"]
+            (category_id, name) for _, options in self.category_groups for category_id, name, _, _ in options
         ]
         open_areas = [(a.id, f"{a.name} ({a.get_status_display().lower()})") for a in choices["areas"]]
         # An area the dataset names that has since been merged stays selectable, so saving keeps it.
@@ -153,10 +161,10 @@ class DatasetForm(forms.Form):
             self.add_error("date_to", "The end date is before the start date.")
         return data
 
-    def spec(self) -> dict:
-        """The cleaned values as the dataset schema takes them."""
+    def filters(self) -> dict:
+        """The cleaned filter values as DatasetFilters takes them."""
         data = self.cleaned_data
-        filters = {
+        return {
             "categories": data["categories"],
             "areas": data["areas"],
             "verdicts": data["verdicts"],
@@ -172,18 +180,49 @@ class DatasetForm(forms.Form):
             "has_hint": data["has_hint"],
             "has_corrected_response": data["has_corrected_response"],
         }
+
+    def spec(self) -> dict:
+        """The cleaned values as the dataset schema takes them."""
+        data = self.cleaned_data
         return {
             "name": data["name"],
             "purpose": data["purpose"],
             "description": data["description"],
             "formats": data["formats"],
-            "filters": filters,
+            "filters": self.filters(),
         }
 
     def add_refusal(self, field_path: str, message: str) -> None:
         """Show a service refusal on the field it names ("filters.sources[1]" -> sources)."""
         field = field_path.removeprefix("filters.").split("[")[0].split(".")[0]
         self.add_error(field if field in self.fields else None, message)
+
+
+class DatasetPreviewForm(DatasetForm):
+    """The builder's filters, purpose and formats as the page holds them while they are edited.
+
+    The same fields and checks as saving, without the name and description
+    (not chosen yet while filters are tried) and with no format required:
+    the preview then counts items only.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        del self.fields["name"], self.fields["description"]
+        self.fields["formats"].required = False
+
+
+def _category_groups(choices: dict, *, stored_ids: list[int]) -> list[tuple[str, list[tuple[int, str, str, int]]]]:
+    """(area name, [(id, name, status, items)]) for the picker; a stored category merged since stays choosable."""
+    groups = [
+        (area or "No area", [(c.id, c.name, c.get_status_display().lower(), c.size) for c in categories])
+        for area, categories in choices["category_groups"]
+    ]
+    offered = {category_id for _, options in groups for category_id, _, _, _ in options}
+    gone = [
+        (category_id, f"category #{category_id}", "merged", 0) for category_id in stored_ids if category_id not in offered
+    ]
+    return groups + ([("Merged since the dataset was saved", gone)] if gone else [])
 
 
 class ScheduleForm(forms.Form):

@@ -151,6 +151,9 @@ class DatasetVersion(models.Model):
     files = models.JSONField(default=list)
     manifest = models.JSONField(default=dict)
     manifest_sha256 = models.CharField(max_length=64)
+    # The members carry what each item looked like when exported (see
+    # DatasetVersionItem); versions made before that was recorded do not.
+    members_recorded = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["dataset", "-number"]
@@ -179,6 +182,17 @@ class DatasetVersionItem(models.Model):
 
     version = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="members")
     item = models.ForeignKey(FeedbackItem, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    # The item as exported, so two versions can say what changed: plain ids
+    # (a category or area may be deleted later; the diff then says so), and
+    # short hashes of the texts (exports.member_states.text_hash; NULL when
+    # empty) rather than second copies of them. All NULL in versions whose
+    # `members_recorded` is false.
+    category_id = models.BigIntegerField(null=True, blank=True)
+    area_id = models.BigIntegerField(null=True, blank=True)
+    verdict = models.CharField(max_length=12, null=True, blank=True)
+    split = models.CharField(max_length=5, null=True, blank=True)
+    hint_hash = models.BigIntegerField(null=True, blank=True)
+    corrected_response_hash = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [

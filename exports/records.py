@@ -57,8 +57,14 @@ class ExportRecord:
     in_opposite_purpose: bool = False
     # The assignment's area (where it was merged to, if it was): counted in the manifest, not written.
     area: str | None = None
+    # Its id: a version records it per member, so a diff sees a move but not a rename.
+    area_id: int | None = None
     # Placeholder label ("EMAIL", "SECRET:aws_access_key") -> replacements made in this record.
     scrubbed: dict[str, int] = field(default_factory=dict)
+    # The tool-call fields of the messages, by message index: {"tool_calls": [...]} on an assistant
+    # turn, {"tool_call_id": ...} on a tool turn. Kept beside `messages`, whose {role, content}
+    # shape the table formats write; the chat formats put them back on their turns.
+    message_tools: dict[int, dict] | None = None
 
     @property
     def expected_behavior(self) -> str:
@@ -72,12 +78,37 @@ def _final(category: Category | None) -> Category | None:
     return category
 
 
+# The fields of a message that tie an assistant's tool calls to the tool turns answering them.
+MESSAGE_TOOL_FIELDS = ("tool_calls", "tool_call_id", "name")
+
+
+def _kept_messages(context: dict) -> list[dict]:
+    return [
+        message
+        for message in context.get("messages") or ()
+        if isinstance(message, dict) and message.get("role") in ROLES and isinstance(message.get("content"), str)
+    ]
+
+
+def message_tools(context: dict) -> dict[int, dict] | None:
+    """The tool-call fields of the turns conversation() keeps, by turn index; None when no turn has any."""
+    found = {}
+    for index, message in enumerate(_kept_messages(context)):
+        fields = {
+            name: message[name]
+            for name in MESSAGE_TOOL_FIELDS
+            if message.get(name) is not None and (name != "name" or message["role"] == "tool")
+        }
+        if fields.get("tool_calls") is not None and not isinstance(fields["tool_calls"], list):
+            del fields["tool_calls"]
+        if fields:
+            found[index] = fields
+    return found or None
+
+
 def conversation(context: dict) -> tuple[list[dict[str, str]], bool]:
     """The turns of a rated context; a report's transcript becomes one user turn."""
-    turns = []
-    for message in context.get("messages") or ():
-        if isinstance(message, dict) and message.get("role") in ROLES and isinstance(message.get("content"), str):
-            turns.append({"role": message["role"], "content": message["content"]})
+    turns = [{"role": message["role"], "content": message["content"]} for message in _kept_messages(context)]
     if turns:
         return turns, True
     transcript = context.get("transcript")
@@ -114,6 +145,8 @@ ITEM_COLUMNS = (
     "assignment__area__name",
     "assignment__area__status",
     "assignment__area__merged_into__name",
+    "assignment__area_id",
+    "assignment__area__merged_into_id",
 )
 VECTOR_COLUMN = "embedding__vector"
 OPPOSITE_COLUMN = "in_opposite_purpose"
@@ -132,6 +165,12 @@ def _assigned_area(row) -> str | None:
     if row.assignment__area__status == Area.Status.MERGED and row.assignment__area__merged_into__name:
         return row.assignment__area__merged_into__name
     return row.assignment__area__name
+
+
+def _assigned_area_id(row) -> int | None:
+    if row.assignment__area__status == Area.Status.MERGED and row.assignment__area__merged_into_id:
+        return row.assignment__area__merged_into_id
+    return row.assignment__area_id
 
 
 # The text fields of a record that an export writes: each passes through the scrubber.
@@ -173,6 +212,9 @@ def scrub_record(record: ExportRecord, *, extra_patterns: Sequence[tuple[str, st
     record.tags = [clean(tag) if isinstance(tag, str) else tag for tag in record.tags]
     if record.tool_calls is not None:
         record.tool_calls, tool_counts = scrub_json(record.tool_calls, extra_patterns=extra_patterns)
+        counts.update(tool_counts)
+    if record.message_tools is not None:
+        record.message_tools, tool_counts = scrub_json(record.message_tools, extra_patterns=extra_patterns)
         counts.update(tool_counts)
     record.scrubbed = dict(counts)
     return record
@@ -225,5 +267,7 @@ def record_from_row(row, *, label: Label | None, extra_patterns: Sequence[tuple[
         vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
         in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),
         area=_assigned_area(row),
+        area_id=_assigned_area_id(row),
+        message_tools=message_tools(context) if structured else None,
     )
     return scrub_record(record, extra_patterns=extra_patterns)

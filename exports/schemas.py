@@ -22,8 +22,28 @@ from pydantic_core import PydanticCustomError
 
 from feedback.schemas import Day
 
-FORMATS = ("chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet")
-FormatName = Literal["chat_jsonl", "preference_jsonl", "hints_jsonl", "eval_jsonl", "csv", "parquet"]
+FORMATS = (
+    "chat_jsonl",
+    "preference_jsonl",
+    "kto_jsonl",
+    "hints_jsonl",
+    "coaching_jsonl",
+    "eval_jsonl",
+    "inspect_jsonl",
+    "csv",
+    "parquet",
+)
+FormatName = Literal[
+    "chat_jsonl",
+    "preference_jsonl",
+    "kto_jsonl",
+    "hints_jsonl",
+    "coaching_jsonl",
+    "eval_jsonl",
+    "inspect_jsonl",
+    "csv",
+    "parquet",
+]
 Verdict = Literal["failure", "not_failure", "duplicate", "spam"]
 ModeName = Literal["snapshot", "incremental"]
 

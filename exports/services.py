@@ -2,6 +2,7 @@
 
 import functools
 import hashlib
+import heapq
 import json
 import logging
 import os
@@ -11,6 +12,7 @@ import socket
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, islice
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -47,11 +49,12 @@ from exports.models import (
     Mode,
     Purpose,
 )
+from exports.member_states import ROW_COLUMNS, MemberStates
 from exports.records import ExportRecord
 from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn, StoredFilters
 from feedback import custom_patterns
 from feedback.models import FeedbackItem, Source
-from feedback.scrubber import find_unscrubbed
+from feedback.scrubber import find_unscrubbed_in
 from feedback.text import EMBED_RECIPE
 from labeling.audit import audit_record
 from labeling.models import Area, Category
@@ -515,8 +518,11 @@ class Written:
 
 
 class _Counts:
-    def __init__(self) -> None:
+    def __init__(self, *, disputed_left_out: int | None = None) -> None:
         self.items = 0
+        # Items the filters may take that wait for a settlement of their reviewers'
+        # disagreement; None (versions made before disputes were counted) leaves the key out.
+        self.disputed_left_out = disputed_left_out
         self.by_category = Counter()
         self.by_area = Counter()
         self.by_model_version = Counter()
@@ -539,19 +545,30 @@ class _Counts:
             "by_area": dict(sorted(self.by_area.items())),
             "by_model_version": dict(sorted(self.by_model_version.items())),
             "by_split": dict(sorted(self.by_split.items())),
-        }
+        } | ({} if self.disputed_left_out is None else {"disputed_left_out": self.disputed_left_out})
 
 
-def _strings(value) -> Iterator[str]:
-    """Every string value inside nested dicts and lists (keys are not scrubbed, so not checked)."""
+def _strings(value, into: list[str]) -> list[str]:
+    """Append every string value inside nested dicts and lists to `into` (keys are not scrubbed, so not checked).
+
+    A loop over a stack rather than a call per value: this runs over every value of every written file.
+    """
     if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
+        into.append(value)
+        return into
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list | tuple):
+            continue
+        for item in node:
+            if isinstance(item, str):
+                into.append(item)
+            elif isinstance(item, dict | list | tuple):
+                stack.append(item)
+    return into
 
 
 def _json_or_text(text: str):
@@ -561,12 +578,12 @@ def _json_or_text(text: str):
         return text
 
 
-def _written_strings(writer: Writer) -> Iterator[str]:
-    """The texts in a written file, read back from disk: JSON strings, CSV cells, parquet string columns."""
+def _written_strings(writer: Writer) -> Iterator[list[str]]:
+    """The texts in a written file, read back from disk, one list per row: JSON strings, CSV cells, parquet values."""
     if isinstance(writer, JsonlWriter):
         with open(writer.path, encoding="utf-8") as handle:
             for line in handle:
-                yield from _strings(json.loads(line))
+                yield _strings(json.loads(line), [])
     elif isinstance(writer, CsvWriter):
         with open(writer.path, encoding="utf-8", newline="") as handle:
             # Its field limit raised: one message may be longer than csv's default limit of 131,072 characters.
@@ -574,22 +591,45 @@ def _written_strings(writer: Writer) -> Iterator[str]:
             header = next(reader, [])
             json_columns = {i for i, name in enumerate(header) if name in JSON_IN_CSV or name == "tool_calls"}
             for row in reader:
+                texts: list[str] = []
                 for index, cell in enumerate(row):
-                    yield from _strings(_json_or_text(cell) if index in json_columns and cell else cell)
+                    _strings(_json_or_text(cell) if index in json_columns and cell else cell, texts)
+                yield texts
     elif isinstance(writer, ParquetWriter):
         for batch in pq.ParquetFile(writer.path).iter_batches(batch_size=2000):
-            for name, column in zip(batch.schema.names, batch.columns):
-                for value in column.to_pylist():
-                    yield from _strings(_json_or_text(value) if name == "tool_calls" and value else value)
+            for row in batch.to_pylist():
+                texts = []
+                for name, value in row.items():
+                    _strings(_json_or_text(value) if name == "tool_calls" and value else value, texts)
+                yield texts
+
+
+# Rows read from one file before the file furthest behind gets its turn.
+_CHECK_CHUNK_ROWS = 16
 
 
 def _check_scrubbed(writers: list[Writer], *, extra_patterns: Sequence[tuple[str, str]]) -> None:
-    """Fail the version when any written text still holds something the scrubber would replace."""
+    """Fail the version when any written text still holds something the scrubber would replace.
+
+    Every string of every file is read back and checked. The files are read
+    side by side, a few rows at a time from whichever has got least far, so
+    one item's texts (written into each format) come up close together and
+    the scrubber's cache answers all but the first of them; file after file,
+    a 100,000-item version would have pushed them out of the cache in between.
+    """
     found: dict[str, set[str]] = {}
-    for writer in writers:
-        for text in _written_strings(writer):
-            for name in find_unscrubbed(text, extra_patterns=extra_patterns):
-                found.setdefault(name, set()).add(writer.file_name)
+    queue = [(0.0, index, _written_strings(writer)) for index, writer in enumerate(writers)]
+    rows_read = [0] * len(writers)
+    while queue:
+        _, index, rows = heapq.heappop(queue)
+        chunk = list(islice(rows, _CHECK_CHUNK_ROWS))
+        if not chunk:
+            continue  # this file is done
+        writer = writers[index]
+        for name in find_unscrubbed_in(chain.from_iterable(chunk), extra_patterns=extra_patterns):
+            found.setdefault(name, set()).add(writer.file_name)
+        rows_read[index] += len(chunk)
+        heapq.heappush(queue, (rows_read[index] / max(writer.rows, 1), index, rows))
     if found:
         details = "; ".join(f"{name} in {', '.join(sorted(files))}" for name, files in sorted(found.items()))
         raise UnscrubbedOutput(f"the export files still hold unscrubbed text: {details}")
@@ -602,6 +642,7 @@ def _write_folder(
     batches: Iterator[list[ExportRecord]],
     held_out: Callable[[], dict],
     extra_patterns: Sequence[tuple[str, str]],
+    counts: _Counts | None = None,
 ) -> Written:
     """Every file of a version into `folder`: data files, README.md, then manifest.json.
 
@@ -609,7 +650,7 @@ def _write_folder(
     with; the self-check looks for them too.
     """
     writers: list[Writer] = [WRITERS[name](folder) for name in meta["formats"]]
-    counts = _Counts()
+    counts = _Counts() if counts is None else counts
     try:
         for records in batches:
             counts.add(records)
@@ -631,15 +672,23 @@ def _write_folder(
     ]
     summary = counts.as_dict()
     summary["rows_by_format"] = {entry["format"]: entry["rows"] for entry in files}
+    # Each writer says why it wrote nothing: the manifest and the card name the reason.
+    empty_formats = {writer.format_name: writer.empty_reason for writer in writers if not writer.rows}
     held = held_out()
     readme = folder / "README.md"
-    readme.write_text(card_text(meta=meta, counts=summary, held_out=held, files=files), encoding="utf-8", newline="\n")
+    readme.write_text(
+        card_text(meta=meta, counts=summary, held_out=held, files=files, empty_formats=empty_formats),
+        encoding="utf-8",
+        newline="\n",
+    )
     files.append(
         {"name": "README.md", "format": "card", "rows": None, "bytes": readme.stat().st_size, "sha256": _sha256(readme)}
     )
     files.sort(key=lambda entry: entry["name"])
     scrubbed = dict(sorted(counts.scrubbed.items()))
-    manifest = manifest_build(meta=meta, counts=summary, held_out=held, files=files, scrubbed=scrubbed)
+    manifest = manifest_build(
+        meta=meta, counts=summary, held_out=held, files=files, scrubbed=scrubbed, empty_formats=empty_formats
+    )
     content = manifest_bytes(manifest)
     (folder / "manifest.json").write_bytes(content)
     for path in folder.iterdir():
@@ -795,19 +844,28 @@ def _export(run: ExportRun) -> DatasetVersion:
         total = items.count()
         items = items.annotate(in_opposite_purpose=selectors.in_versions_of(purpose=opposite))
         category_ids = selectors.categories_with_merged(filters.categories)
-        member_ids = array("q")
+        # Ids and what each member looked like, gathered in the writing pass itself.
+        member_states = MemberStates()
+        member_ids = member_states.ids
         _run_update(run, stage="writing files", total=total, processed=0, progress=0.02)
+
+        disputed: list[int] = []
+        counts = _Counts(disputed_left_out=0)
 
         def batches() -> Iterator[list[ExportRecord]]:
             seen = 0
-            for records in selectors.records_stream(items, with_vector=with_vector, extra_patterns=extra_patterns):
+            for records in selectors.records_stream(
+                items, with_vector=with_vector, extra_patterns=extra_patterns, disputed=disputed
+            ):
                 seen += len(records)
                 kept = guard.keep(
                     [r for r in records if selectors.record_passes(r, filters, category_ids=category_ids)]
                 )
-                member_ids.extend(record.id for record in kept)
+                member_states.add(kept)
                 yield kept
-                _run_update(run, processed=seen, progress=0.02 + 0.9 * seen / max(total, 1))
+                done = seen + len(disputed)
+                _run_update(run, processed=done, progress=0.02 + 0.9 * done / max(total, 1))
+            counts.disputed_left_out = len(disputed)
 
         written = _write_folder(
             folder=temporary,
@@ -815,6 +873,7 @@ def _export(run: ExportRun) -> DatasetVersion:
             batches=batches(),
             held_out=lambda: held_out_summary(held=guard.held, threshold=threshold, checked_against=checked),
             extra_patterns=extra_patterns,
+            counts=counts,
         )
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -828,6 +887,7 @@ def _export(run: ExportRun) -> DatasetVersion:
         meta=meta,
         written=written,
         member_ids=member_ids,
+        member_states=member_states,
         temporary=temporary,
         target=root / f"v{number}",
         opposite=opposite,
@@ -870,14 +930,18 @@ def _run_unchanged(run: ExportRun, *, matched: DatasetVersion) -> DatasetVersion
     return matched
 
 
-def _members_insert(*, version_id: int, member_ids: array) -> None:
-    """Record the members with plain executemany: for 100,000 rows, model instances cost seconds."""
+def _members_insert(*, version_id: int, members: MemberStates) -> None:
+    """Record the members and their exported states with plain executemany.
+
+    For 100,000 rows, model instances cost seconds.
+    """
     quote = connection.ops.quote_name
     table = DatasetVersionItem._meta.db_table
-    sql = f"INSERT INTO {quote(table)} ({quote('version_id')}, {quote('item_id')}) VALUES (%s, %s)"
+    columns = ", ".join(quote(column) for column in ROW_COLUMNS)
+    sql = f"INSERT INTO {quote(table)} ({columns}) VALUES ({', '.join(['%s'] * len(ROW_COLUMNS))})"
     with connection.cursor() as cursor:
-        for start in range(0, len(member_ids), MEMBER_BATCH):
-            cursor.executemany(sql, [(version_id, item_id) for item_id in member_ids[start : start + MEMBER_BATCH]])
+        for start in range(0, len(members), MEMBER_BATCH):
+            cursor.executemany(sql, list(members.rows(version_id=version_id, start=start, stop=start + MEMBER_BATCH)))
 
 
 def _version_commit(
@@ -886,6 +950,7 @@ def _version_commit(
     meta: dict,
     written: Written,
     member_ids: array,
+    member_states: MemberStates,
     temporary: Path,
     target: Path,
     opposite: str,
@@ -919,8 +984,9 @@ def _version_commit(
                 files=[entry for entry in written.files],
                 manifest=written.manifest,
                 manifest_sha256=written.manifest_sha256,
+                members_recorded=True,
             )
-            _members_insert(version_id=version.id, member_ids=member_ids)
+            _members_insert(version_id=version.id, members=member_states)
             # Still ours? A run reset as stuck meanwhile must not also make a version.
             finished = ExportRun.objects.filter(
                 id=run.id, status=ExportRun.Status.RUNNING, host=HOST, pid=os.getpid()
@@ -983,6 +1049,8 @@ def dataset_version_write(*, version: DatasetVersion, folder: Path) -> Written:
         batches=selectors.records_stream(items, with_vector=False, extra_patterns=extra_patterns),
         held_out=lambda: version.held_out,
         extra_patterns=extra_patterns,
+        # As recorded: the rewrite of a version must reproduce its manifest byte for byte.
+        counts=_Counts(disputed_left_out=version.counts.get("disputed_left_out")),
     )
 
 

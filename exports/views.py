@@ -15,10 +15,11 @@ from pydantic import ValidationError
 from config.apitools import ApiError
 from exports import selectors, services
 from exports.api import version_file_response
-from exports.forms import DatasetForm, DiffForm, ScheduleForm
+from exports.forms import DatasetForm, DatasetPreviewForm, DiffForm, ScheduleForm
 from exports.holdout import REASONS
 from exports.models import Dataset, ExportRun, Mode, Trigger
-from exports.schemas import DatasetIn, DatasetPatch, ScheduleIn
+from exports.schemas import DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
+from feedback import custom_patterns
 from feedback.schemas import first_error
 from labeling.permissions import admin_required, reviewer_required
 
@@ -56,7 +57,7 @@ def dataset_list(request: HttpRequest) -> HttpResponse:
 @reviewer_required
 @require_http_methods(["GET", "POST"])
 def dataset_new(request: HttpRequest) -> HttpResponse:
-    form = DatasetForm(request.POST or None, choices=selectors.filter_choices())
+    form = DatasetForm(request.POST or None, choices=selectors.builder_choices())
     if request.method == "POST" and form.is_valid():
         dataset = _save(
             form, lambda spec: services.dataset_create(spec=DatasetIn.model_validate(spec), user=request.user)
@@ -74,7 +75,7 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     form = DatasetForm(
         request.POST or None,
         initial=DatasetForm.initial_for(dataset),
-        choices=selectors.filter_choices(),
+        choices=selectors.builder_choices(),
         dataset=dataset,
     )
     if request.method == "POST" and form.is_valid():
@@ -87,6 +88,48 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
             messages.success(request, f"Dataset “{dataset.name}” saved. The next export uses the new definition.")
             return redirect("dataset_detail", dataset_id=dataset.id)
     return _form_page(request, form, dataset=dataset, status=422 if form.errors else 200)
+
+
+def _preview_filters(form: DatasetPreviewForm) -> tuple[DatasetFilters | None, tuple[str, str] | None]:
+    """The filters, or the first bad one as (field, message): checked as saving checks them, form then schema."""
+    for name, errors in form.errors.items():
+        field = form[name].label if name in form.fields else ""
+        return None, (field, errors[0])
+    try:
+        return DatasetFilters.model_validate(form.filters()), None
+    except ValidationError as exc:
+        message, field = first_error(exc)
+        return None, (field, message)
+
+
+@reviewer_required
+@require_GET
+def dataset_preview(request: HttpRequest, dataset_id: int | None = None) -> HttpResponse:
+    """The builder's live preview (an htmx partial): how many items match, rows per format, five of the items.
+
+    A filter the dataset could not be saved with shows its error instead of counts (422).
+    """
+    dataset = _dataset_or_404(dataset_id) if dataset_id is not None else None
+    form = DatasetPreviewForm(
+        request.GET,
+        # A field fixed once a version exists is not sent by the page: it keeps the dataset's value.
+        initial=DatasetForm.initial_for(dataset) if dataset else None,
+        choices=selectors.builder_choices(),
+        dataset=dataset,
+    )
+    filters, refusal = _preview_filters(form)
+    if refusal is not None:
+        response = render(request, "exports/_preview.html", {"refusal": refusal}, status=422)
+    else:
+        preview = selectors.dataset_preview(
+            filters=filters,
+            purpose=form.cleaned_data["purpose"],
+            formats=form.cleaned_data["formats"],
+            extra_patterns=custom_patterns.all_sources(),
+        )
+        response = render(request, "exports/_preview.html", {"preview": preview})
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _run_context(run: ExportRun | None) -> dict:

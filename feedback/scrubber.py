@@ -17,7 +17,10 @@ How it works: every row of `PATTERNS` is a precompiled regex, tried in table
 order (most specific first), with an optional Python `check` on each candidate
 (digit counts, version-like contexts, code-versus-config heuristics). A row
 runs only when one of its cheap lowercase trigger substrings occurs in the
-text, so a typical short comment runs a handful of regexes. Matches are
+text, so a typical short comment runs a handful of regexes; one Aho-Corasick
+pass (pyahocorasick) finds every trigger at once. Results for texts up to
+1,024 characters are kept in bounded LRU caches, since exports scrub and
+re-check the same roles, prompts and tool names on every row. Matches are
 collected against the original text; a match that overlaps an earlier row's
 match, or a placeholder already in the text, is dropped. That makes scrubbing
 idempotent and keeps `find_unscrubbed` on scrubbed output empty: a placeholder
@@ -43,16 +46,19 @@ import ipaddress
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+import ahocorasick
 
 __all__ = [
     "PATTERNS",
     "Pattern",
     "ScrubResult",
     "find_unscrubbed",
+    "find_unscrubbed_in",
     "scrub",
     "scrub_json",
     "validate_custom_patterns",
@@ -702,8 +708,56 @@ PATTERNS: tuple[Pattern, ...] = (
 
 _PLACEHOLDER = re.compile(r"\[(?:SECRET:[a-z0-9_]+|CUSTOM:[A-Za-z0-9_.-]+|EMAIL|PHONE|IP|PATH_HOME)\]")
 _CUSTOM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_ALL_TRIGGERS = tuple(sorted({t for row in PATTERNS for t in row.triggers}))
 _MAX_PASSES = 5  # each pass replaces at least one match; real text settles in two
+
+
+def _trigger_automaton(rows: tuple[Pattern, ...]) -> ahocorasick.Automaton:
+    """One Aho-Corasick automaton over every row's triggers; each trigger carries the bitmask of its rows.
+
+    A single pass over the lowered text then tells which rows can match, where
+    testing each trigger with `in` and each row against the found set cost
+    more than the regexes themselves on short texts. Matches may overlap
+    (`sk-ant-` holds `sk-`), and the automaton reports every one.
+    """
+    bits: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        for trigger in row.triggers:
+            bits[trigger] = bits.get(trigger, 0) | (1 << index)
+    automaton = ahocorasick.Automaton()
+    for trigger, mask in bits.items():
+        automaton.add_word(trigger, mask)
+    automaton.make_automaton()
+    return automaton
+
+
+_TRIGGERS = _trigger_automaton(PATTERNS)
+# Rows without triggers run on every text (none of the built-in rows today).
+_ALWAYS = sum(1 << index for index, row in enumerate(PATTERNS) if not row.triggers)
+
+
+# Characters the regexes match where a trigger has an ASCII letter or digit,
+# but that `lower()` leaves alone: (?i) matches `ſ` as s, `ı` and `İ` as i, `K`
+# (Kelvin) as k, and \d every decimal digit (`١٠.٠.٣.١٧` reads as an address).
+# The trigger scan folds them first, so no row is skipped on a text its regex
+# matches. Every digit trigger belongs to the same rows, so any digit will do.
+_TRIGGER_LETTERS = str.maketrans({"ſ": "s", "ı": "i", "İ": "i", "K": "k"})
+_NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
+
+
+def _rows_to_run(text: str) -> tuple[Pattern, ...]:
+    """The built-in rows, in table order, one of whose triggers occurs in `text` (case aside)."""
+    if not text.isascii():
+        text = _NON_ASCII_DIGIT.sub("0", text.translate(_TRIGGER_LETTERS))
+    mask = _ALWAYS
+    for _, bits in _TRIGGERS.iter(text.lower()):
+        mask |= bits
+    return _rows_of_mask(mask)
+
+
+@lru_cache(maxsize=4096)
+def _rows_of_mask(mask: int) -> tuple[Pattern, ...]:
+    # Few distinct trigger combinations occur in practice, so each row tuple is built once.
+    return tuple(row for index, row in enumerate(PATTERNS) if mask >> index & 1)
 
 
 # --- custom patterns ---------------------------------------------------------
@@ -764,23 +818,42 @@ def validate_custom_patterns(pairs: Sequence[tuple[str, str]], *, data_values: S
                 )
 
 
-def _rows_with(extra_patterns: Sequence[tuple[str, str]]) -> tuple[Pattern, ...]:
+def _extra_key(extra_patterns: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """`extra_patterns` as a hashable key: the custom rows and the result caches are looked up by it."""
     if not extra_patterns:
-        return PATTERNS
+        return ()
     try:
-        key = tuple((name, regex) for name, regex in extra_patterns)
+        return tuple((name, regex) for name, regex in extra_patterns)
     except (TypeError, ValueError):
         raise ValueError("extra_patterns must be (name, regex) pairs") from None
-    return PATTERNS + _custom_rows(key)
+
+
+def _rows_with(extra_patterns: Sequence[tuple[str, str]]) -> tuple[Pattern, ...]:
+    return PATTERNS + _custom_rows(_extra_key(extra_patterns))
 
 
 # --- the engine --------------------------------------------------------------
 
+# Results are cached per (text, custom patterns): an export scrubs the same
+# system prompts, tool names and roles over and over, and its self-check reads
+# every written string back, so most texts are seen many times. Only texts up
+# to this length are cached: 16,384 texts of at most 1,024 characters bound
+# each cache to a few tens of MB however long an export runs.
+_CACHED_TEXT_LIMIT = 1024
+_CACHE_SIZE = 16384
 
-def _find(text: str, rows: tuple[Pattern, ...]) -> list[tuple[int, int, Pattern]]:
-    """Non-overlapping matches, earlier rows first, never inside a placeholder."""
-    lowered = text.lower()
-    present = frozenset(t for t in _ALL_TRIGGERS if t in lowered)
+
+def _find(text: str, custom: tuple[Pattern, ...]) -> list[tuple[int, int, Pattern]]:
+    """Non-overlapping matches, earlier rows first, never inside a placeholder.
+
+    The built-in rows run only when one of their triggers occurs; `custom`
+    rows (which have no triggers and come after every built-in row) always run.
+    """
+    rows = _rows_to_run(text)
+    if custom:
+        rows += custom
+    if not rows:
+        return []
     starts: list[int] = []
     ends: list[int] = []
     found: list[tuple[int, int, Pattern]] = []
@@ -798,8 +871,6 @@ def _find(text: str, rows: tuple[Pattern, ...]) -> list[tuple[int, int, Pattern]
             take(m.start(), m.end())
 
     for row in rows:
-        if row.trigger_set and row.trigger_set.isdisjoint(present):
-            continue
         for m in row.compiled.finditer(text):
             start, end = m.span(row.group)
             if start >= end or (row.check is not None and not row.check(m)):
@@ -817,9 +888,24 @@ def scrub(text: str, *, extra_patterns: Sequence[tuple[str, str]] = ()) -> Scrub
     """
     if not isinstance(text, str):
         raise TypeError(f"scrub() takes a str, not {type(text).__name__}")
-    rows = _rows_with(extra_patterns)
+    key = _extra_key(extra_patterns)
+    custom = _custom_rows(key)  # a bad custom regex fails here, before any cache lookup
+    if len(text) <= _CACHED_TEXT_LIMIT:
+        scrubbed, counts = _scrub_cached(text, key)
+    else:
+        scrubbed, counts = _scrub_text(text, custom)
+    return ScrubResult(scrubbed, dict(counts))
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _scrub_cached(text: str, key: tuple[tuple[str, str], ...]) -> tuple[str, tuple[tuple[str, int], ...]]:
+    return _scrub_text(text, _custom_rows(key))
+
+
+def _scrub_text(text: str, custom: tuple[Pattern, ...]) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """The scrubbed text and its (label, replacements) pairs, immutable so that a cached result stays intact."""
     counts: Counter[str] = Counter()
-    found = _find(text, rows)
+    found = _find(text, custom)
     # A replacement changes what its neighbours see: in `555-0198(212) 555-0198`
     # the second number is glued to the first until the first is [PHONE]. So
     # scrub again until nothing matches, which makes scrubbing idempotent for
@@ -829,8 +915,8 @@ def scrub(text: str, *, extra_patterns: Sequence[tuple[str, str]] = ()) -> Scrub
         if not found:
             break
         text, inserted = _replace(text, found, counts)
-        found = _find(text, rows) if extra_patterns else _find_in_lines(text, inserted, rows)
-    return ScrubResult(text, dict(counts))
+        found = _find(text, custom) if custom else _find_in_lines(text, inserted, custom)
+    return text, tuple(counts.items())
 
 
 def _replace(
@@ -855,7 +941,7 @@ def _replace(
 
 
 def _find_in_lines(
-    text: str, spans: list[tuple[int, int]], rows: tuple[Pattern, ...]
+    text: str, spans: list[tuple[int, int]], custom: tuple[Pattern, ...]
 ) -> list[tuple[int, int, Pattern]]:
     """`_find` over just the lines that hold `spans`, in whole-text offsets."""
     blocks: list[list[int]] = []
@@ -869,7 +955,7 @@ def _find_in_lines(
             blocks.append([line_start, line_end])
     found = []
     for block_start, block_end in blocks:
-        for start, end, row in _find(text[block_start:block_end], rows):
+        for start, end, row in _find(text[block_start:block_end], custom):
             found.append((start + block_start, end + block_start, row))
     return found
 
@@ -882,8 +968,44 @@ def find_unscrubbed(text: str, *, extra_patterns: Sequence[tuple[str, str]] = ()
     """
     if not isinstance(text, str):
         raise TypeError(f"find_unscrubbed() takes a str, not {type(text).__name__}")
-    names = {row.name for _, _, row in _find(text, _rows_with(extra_patterns))}
+    key = _extra_key(extra_patterns)
+    custom = _custom_rows(key)
+    if len(text) <= _CACHED_TEXT_LIMIT:
+        return list(_unscrubbed_cached(text, key))
+    return list(_unscrubbed_names(text, custom))
+
+
+def find_unscrubbed_in(texts: Iterable[str], *, extra_patterns: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """Names of the pattern rows that would still replace something in any of `texts`.
+
+    `find_unscrubbed` over many texts, for an export's self-check: the custom
+    patterns are resolved once, and each text costs a cache lookup when it was
+    seen recently (roles, tool names and ids recur in every file of a version).
+    """
+    key = _extra_key(extra_patterns)
+    custom = _custom_rows(key)
+    names: set[str] = set()
+    texts = list(texts)
+    try:
+        distinct = set(texts)  # each distinct text once: roles and tool names recur on every row
+    except TypeError:
+        distinct = texts  # something unhashable, so not a text: the loop below names it
+    for text in distinct:
+        if not isinstance(text, str):
+            raise TypeError(f"find_unscrubbed_in() takes str texts, not {type(text).__name__}")
+        hits = _unscrubbed_cached(text, key) if len(text) <= _CACHED_TEXT_LIMIT else _unscrubbed_names(text, custom)
+        if hits:
+            names.update(hits)
     return sorted(names)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _unscrubbed_cached(text: str, key: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    return _unscrubbed_names(text, _custom_rows(key))
+
+
+def _unscrubbed_names(text: str, custom: tuple[Pattern, ...]) -> tuple[str, ...]:
+    return tuple(sorted({row.name for _, _, row in _find(text, custom)}))
 
 
 # JSON keys are classified by the same keyword lists as the key of `key = value`.
@@ -899,15 +1021,26 @@ _KEY_ROWS = tuple(
 
 def _secret_for_key(key: Any, value: str) -> Pattern | None:
     """The assignment row whose key name `key` is, when `value` could be its secret."""
-    if not isinstance(key, str) or not _plausible_secret_value(value, delimited=True):
+    if not isinstance(key, str):
+        return None
+    # The key first: most keys ("name", "path", "output") name no secret, and
+    # the same few keys recur in every tool call, so their answer is cached.
+    row = _secret_row_for_key(key)
+    if row is None or not _plausible_secret_value(value, delimited=True):
         return None
     if any(c.isspace() for c in value) or (value.isdigit() and len(value) < 6):
         return None
+    if value.isdigit() and row.name != "password_assignment":
+        return None
+    return row
+
+
+@lru_cache(maxsize=1024)
+def _secret_row_for_key(key: str) -> Pattern | None:
+    """The first assignment row whose keyword ends `key` as a word of its own."""
     for row, key_regex in _KEY_ROWS:
         m = key_regex.fullmatch(key)
         if m and _keyword_starts_a_word(key, m.start("kw")):
-            if value.isdigit() and row.name != "password_assignment":
-                return None
             return row
     return None
 

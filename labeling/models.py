@@ -165,6 +165,31 @@ class Label(models.Model):
         indexes = [models.Index(fields=["verdict", "split"], name="label_verdict_split")]
 
 
+class Settlement(models.Model):
+    """Which judgement is the truth for an item whose reviewers disagree.
+
+    A snapshot of the settled values, so exports write exactly what was
+    settled. It holds only while the labels stay as they were when it was
+    made (`labels_seen`): a label changed or added since reopens the dispute
+    instead of silently moving the truth.
+    """
+
+    item = models.OneToOneField(FeedbackItem, on_delete=models.CASCADE, related_name="settlement")
+    # The label whose hint, tags, severity, corrected response and split were kept.
+    label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    verdict = models.CharField(max_length=12, choices=Label.Verdict.choices)
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    severity = models.CharField(max_length=10, choices=FeedbackItem.Severity.choices, blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    hint = models.TextField(blank=True, default="")
+    corrected_response = models.TextField(blank=True, default="")
+    split = models.CharField(max_length=5, choices=Label.Split.choices, default=Label.Split.NONE)
+    # label id (as text) -> its updated_at (ISO) when the dispute was settled.
+    labels_seen = models.JSONField(default=dict)
+    settled_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    settled_at = models.DateTimeField(default=timezone.now)
+
+
 class ReviewLock(models.Model):
     """An item handed to one reviewer; others skip it until the lock expires."""
 

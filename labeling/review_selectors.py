@@ -3,6 +3,7 @@
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from feedback import custom_patterns
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub, scrub_json
-from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock
+from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock, Settlement
 from labeling.permissions import is_admin
 from labeling.review_services import OPEN_STATUSES
 from labeling.services import failure_signals
@@ -587,4 +588,106 @@ def agreement_summary() -> Agreement:
         disagreements=[pair for pair in pairs if not pair.agrees],
         requested=requested,
         waiting=requested - len(pairs),
+    )
+
+
+# --- Disputes: which label is the truth --------------------------------------------
+
+SETTLED_SHOWN = 50
+
+
+def labels_disagree(labels: Sequence[Label]) -> bool:
+    """Do an item's labels give different verdicts, or put one failure in different categories?"""
+    verdicts = {label.verdict for label in labels}
+    if len(verdicts) > 1:
+        return True
+    return verdicts == {Label.Verdict.FAILURE} and len({label.category_id for label in labels}) > 1
+
+
+def labels_fingerprint(labels: Sequence[Label]) -> dict[str, str]:
+    """Each label's id and last change: what a settlement was made against."""
+    return {str(label.id): label.updated_at.isoformat() for label in labels}
+
+
+def settlement_holds(settlement: Settlement | None, labels: Sequence[Label]) -> bool:
+    """Is the settlement still about these labels? A label changed or added since reopens the dispute."""
+    return settlement is not None and settlement.labels_seen == labels_fingerprint(labels)
+
+
+def settled_label(settlement: Settlement) -> Label:
+    """The settlement in the shape of a label (unsaved), for readers such as the exports that take one."""
+    return Label(
+        id=settlement.label_id,
+        item_id=settlement.item_id,
+        verdict=settlement.verdict,
+        category=settlement.category,
+        severity=settlement.severity,
+        tags=list(settlement.tags),
+        hint=settlement.hint,
+        corrected_response=settlement.corrected_response,
+        split=settlement.split,
+        updated_at=settlement.settled_at,
+    )
+
+
+def may_settle(user, labels: Sequence[Label]) -> bool:
+    """Admins settle any dispute; a reviewer only one they gave no label in, so nobody judges their own."""
+    return is_admin(user) or all(label.reviewer_id != user.id for label in labels)
+
+
+@dataclass
+class Dispute:
+    item: FeedbackItem
+    # Oldest first, so "first review" reads as it happened.
+    labels: list[Label]
+    # The latest settlement, standing or reopened by a label changed since.
+    settlement: Settlement | None
+
+    @property
+    def settled(self) -> bool:
+        return settlement_holds(self.settlement, self.labels)
+
+    @property
+    def reopened(self) -> bool:
+        return self.settlement is not None and not self.settled
+
+    @property
+    def preview(self) -> str:
+        return item_snippet(self.item)
+
+
+@dataclass
+class Disputes:
+    open: list[Dispute]
+    # The most recently settled, newest first (at most SETTLED_SHOWN).
+    settled: list[Dispute]
+    settled_total: int
+
+
+def disputes_list() -> Disputes:
+    """Every item whose labels disagree, open ones first; three queries however many there are."""
+    several = Label.objects.order_by().values("item_id").annotate(n=Count("id")).filter(n__gte=2).values("item_id")
+    labels = (
+        Label.objects.filter(item_id__in=several)
+        .select_related("reviewer", "category", "item")
+        .defer("item__raw_payload", "item__context", "item__embed_text")
+        .order_by("item_id", "created_at", "id")
+    )
+    by_item: dict[int, list[Label]] = {}
+    for label in labels:
+        by_item.setdefault(label.item_id, []).append(label)
+    contested = {item_id: group for item_id, group in by_item.items() if labels_disagree(group)}
+    settlements = {
+        settlement.item_id: settlement
+        for settlement in Settlement.objects.filter(item_id__in=list(contested)).select_related("settled_by", "category")
+    }
+    disputes = [
+        Dispute(item=group[0].item, labels=group, settlement=settlements.get(item_id))
+        for item_id, group in contested.items()
+    ]
+    settled = sorted((d for d in disputes if d.settled), key=lambda d: d.settlement.settled_at, reverse=True)
+    return Disputes(
+        open=[dispute for dispute in disputes if not dispute.settled],
+        settled=settled[:SETTLED_SHOWN],
+        settled_total=len(settled),
     )

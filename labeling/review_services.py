@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
-from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock
+from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock, Settlement
 
 # A lock outlives a slow read of a long agent run, but not a reviewer who
 # went to lunch: after this the item goes back to the queue.
@@ -266,3 +266,126 @@ def double_reviews_request(
                 details={"items": len(created), "asked for": count},
             )
     return created
+
+
+# --- Settling a dispute -------------------------------------------------------------
+
+
+class SettlementRefused(Exception):
+    """A settlement that cannot be made; `status` is the HTTP answer that fits (403, 404, 409, 422)."""
+
+    def __init__(self, message: str, *, status: int, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+
+
+def _label_text(label: Label) -> str:
+    return f"{label.reviewer.get_username()}'s label"
+
+
+def dispute_settle(
+    *,
+    item_id: int,
+    label_id: int,
+    settled_by,
+    verdict: str | None = None,
+    category_id: int | None = None,
+    seen: str | None = None,
+) -> Settlement:
+    """Settle which judgement is the truth for an item whose reviewers disagree.
+
+    The settlement keeps the label `label_id` (its hint, tags, severity,
+    corrected response and split), with `verdict` and `category_id` in place
+    of its own when given. `seen`: that label's updated_at as the settler saw
+    it; a label changed since is refused rather than settled unseen. The
+    item's labels are locked, so of two people settling at once the second
+    finds it settled and is told so. A failure with a category also becomes
+    the item's assignment, as a reviewer's decision. Audited.
+    """
+    # Imported here: the selectors import this module for its constants.
+    from labeling.review_selectors import labels_disagree, labels_fingerprint, may_settle, settlement_holds
+
+    with transaction.atomic():
+        labels = list(
+            Label.objects.select_for_update(of=("self",))
+            .select_related("reviewer")
+            .filter(item_id=item_id)
+            .order_by("created_at", "id")
+        )
+        if not labels:
+            raise SettlementRefused("no such item, or it has no labels", status=404, field="item")
+        if not may_settle(settled_by, labels):
+            raise SettlementRefused(
+                "you gave one of these labels: an admin or a reviewer who gave neither settles it", status=403
+            )
+        if not labels_disagree(labels):
+            raise SettlementRefused("the reviewers agree on this item: there is nothing to settle", status=409)
+        kept = next((label for label in labels if label.id == label_id), None)
+        if kept is None:
+            raise SettlementRefused("that label is not one of this item's", status=422, field="label")
+        if seen is not None and seen != kept.updated_at.isoformat():
+            raise SettlementRefused(
+                f"{_label_text(kept)} changed since the page was loaded: look at it again", status=409, field="label"
+            )
+        settlement = (
+            Settlement.objects.select_for_update(of=("self",))
+            .select_related("settled_by")
+            .filter(item_id=item_id)
+            .first()
+        )
+        if settlement_holds(settlement, labels):
+            who = settlement.settled_by.get_username() if settlement.settled_by else "someone"
+            raise SettlementRefused(f"{who} settled this item already", status=409)
+
+        verdict = verdict or kept.verdict
+        if verdict not in Label.Verdict.values:
+            raise SettlementRefused(f"unknown verdict {verdict!r}", status=422, field="verdict")
+        category = None
+        if verdict == Label.Verdict.FAILURE:
+            wanted = category_id if category_id is not None else kept.category_id
+            if wanted is not None:
+                category = Category.objects.select_for_update().filter(id=wanted, status__in=OPEN_STATUSES).first()
+                if category is None:
+                    raise SettlementRefused(
+                        "that category no longer exists or was merged or archived", status=422, field="category"
+                    )
+
+        now = timezone.now()
+        settlement = settlement or Settlement(item_id=item_id)
+        reopened = settlement.pk is not None
+        settlement.label = kept
+        settlement.verdict = verdict
+        settlement.category = category
+        settlement.severity = kept.severity
+        settlement.tags = list(kept.tags)
+        settlement.hint = kept.hint
+        settlement.corrected_response = kept.corrected_response
+        settlement.split = kept.split
+        settlement.labels_seen = labels_fingerprint(labels)
+        settlement.settled_by = settled_by
+        settlement.settled_at = now
+        settlement.save()
+
+        item = FeedbackItem.objects.get(id=item_id)
+        moved_from = (
+            _assignment_move(item=item, reviewer=settled_by, category=category, now=now) if category else None
+        )
+        details = {
+            "verdict": verdict,
+            "category": _category_text(category),
+            "kept": _label_text(kept),
+            "labels": "; ".join(
+                f"{_label_text(label)}: {label.verdict}"
+                + (f", category #{label.category_id}" if label.category_id else "")
+                for label in labels
+            ),
+        }
+        if verdict != kept.verdict or (category.id if category else None) != kept.category_id:
+            details["changed"] = "verdict or category written by the settler"
+        if reopened:
+            details["reopened"] = "a label changed after the earlier settlement"
+        if moved_from is not None:
+            details["assignment"] = f"{moved_from} → {_category_text(category)}"
+        audit_record(actor=settled_by, action="settled dispute", item=item, category=category, details=details)
+    return settlement

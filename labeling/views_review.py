@@ -3,6 +3,7 @@
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -14,6 +15,7 @@ from labeling import review_selectors as selectors
 from labeling import review_services as services
 from labeling.audit import audit_record, audit_trail
 from labeling.forms import DoubleReviewRequestForm, LabelForm
+from labeling.models import Label
 from labeling.permissions import admin_required, is_admin, reviewer_required
 
 # Skipped items stay out of a reviewer's queue until the queue runs dry.
@@ -251,17 +253,72 @@ def review_skip(request: HttpRequest) -> HttpResponse:
 @reviewer_required
 @require_GET
 def agreement(request: HttpRequest) -> HttpResponse:
-    form = DoubleReviewRequestForm() if is_admin(request.user) else None
-    return _agreement_page(request, form=form)
+    return _agreement_page(request, form=_request_form(request))
 
 
-def _agreement_page(request: HttpRequest, *, form, status: int = 200) -> HttpResponse:
+def _agreement_page(
+    request: HttpRequest, *, form, status: int = 200, settle_error: str = "", settle_field: str = ""
+) -> HttpResponse:
+    disputes = selectors.disputes_list()
+    # Which open disputes this viewer may settle: admins any, reviewers those they gave no label in.
+    settleable = {d.item.id for d in disputes.open if selectors.may_settle(request.user, d.labels)}
     return render(
         request,
         "labeling/review/agreement.html",
-        {"summary": selectors.agreement_summary(), "form": form},
+        {
+            "summary": selectors.agreement_summary(),
+            "form": form,
+            "disputes": disputes,
+            "settleable": settleable,
+            "verdicts": Label.Verdict.choices,
+            "categories": selectors.categories_open() if settleable else [],
+            "settle_error": settle_error,
+            "settle_field": settle_field,
+        },
         status=status,
     )
+
+
+@reviewer_required
+@require_POST
+def agreement_settle(request: HttpRequest) -> HttpResponse:
+    """Settle a dispute: keep one label, with the verdict or category written anew if the settler chose to."""
+    item_id = id_parse(request.POST.get("item", ""))
+    label_id = id_parse(request.POST.get("label", ""))
+    category_text = request.POST.get("category", "").strip()
+    category_id = id_parse(category_text) if category_text else None
+    for missing, message, field_name in (
+        (item_id is None, "Say which item to settle.", "item"),
+        (label_id is None, "Say which label to keep.", "label"),
+        (bool(category_text) and category_id is None, "That is not a category.", "category"),
+    ):
+        if missing:
+            return _agreement_page(
+                request, form=_request_form(request), status=422, settle_error=message, settle_field=field_name
+            )
+    try:
+        settlement = services.dispute_settle(
+            item_id=item_id,
+            label_id=label_id,
+            settled_by=request.user,
+            verdict=request.POST.get("verdict") or None,
+            category_id=category_id,
+            seen=request.POST.get("seen") or None,
+        )
+    except services.SettlementRefused as exc:
+        if exc.status == 403:
+            raise PermissionDenied(str(exc)) from exc
+        message = f"#{item_id} was not settled: {exc}."
+        return _agreement_page(
+            request, form=_request_form(request), status=exc.status, settle_error=message, settle_field=exc.field or ""
+        )
+    settled_as = settlement.get_verdict_display() + (f", {settlement.category.name}" if settlement.category else "")
+    messages.success(request, f"#{item_id} settled as {settled_as}; exports use it from now on.")
+    return redirect("agreement")
+
+
+def _request_form(request: HttpRequest):
+    return DoubleReviewRequestForm() if is_admin(request.user) else None
 
 
 @admin_required
@@ -291,4 +348,5 @@ urlpatterns = [
     path("review/skip", review_skip, name="review_skip"),
     path("agreement/", agreement, name="agreement"),
     path("agreement/sample", agreement_sample, name="agreement_sample"),
+    path("agreement/settle", agreement_settle, name="agreement_settle"),
 ]

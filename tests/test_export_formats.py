@@ -31,6 +31,34 @@ MESSAGE = {
     "properties": {"role": {"enum": ["system", "user", "assistant", "tool"]}, "content": {"type": "string"}},
 }
 MESSAGES = {"type": "array", "items": MESSAGE}
+# A turn of the OpenAI / Hugging Face chat schema: a plain turn, an assistant turn calling tools, a tool result.
+TOOL_CALL = {
+    "type": "object",
+    "required": ["id", "type", "function"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string"},
+        "type": {"const": "function"},
+        "function": {
+            "type": "object",
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "string"}},
+        },
+    },
+}
+CHAT_TURN = {
+    "type": "object",
+    "required": ["role", "content"],
+    "additionalProperties": False,
+    "properties": {
+        **MESSAGE["properties"],
+        "tool_calls": {"type": "array", "minItems": 1, "items": TOOL_CALL},
+        "tool_call_id": {"type": "string"},
+        "name": {"type": "string"},
+    },
+}
+CHAT_TURNS = {"type": "array", "items": CHAT_TURN}
 ASSISTANT_TURN = {
     "type": "array",
     "minItems": 1,
@@ -45,13 +73,18 @@ SCHEMAS = {
         "type": "object",
         "required": ["messages"],
         "additionalProperties": False,
-        "properties": {"messages": {**MESSAGES, "minItems": 2}},
+        "properties": {"messages": {**CHAT_TURNS, "minItems": 2}},
     },
     "preference.jsonl": {
         "type": "object",
         "required": ["prompt", "chosen", "rejected"],
         "additionalProperties": False,
-        "properties": {"prompt": {**MESSAGES, "minItems": 1}, "chosen": ASSISTANT_TURN, "rejected": ASSISTANT_TURN},
+        # A pair across items puts each side's tool calls before its answer.
+        "properties": {
+            "prompt": {**CHAT_TURNS, "minItems": 1},
+            "chosen": {**CHAT_TURNS, "minItems": 1},
+            "rejected": {**CHAT_TURNS, "minItems": 1},
+        },
     },
     "hints.jsonl": {
         "type": "object",
@@ -155,32 +188,51 @@ def test_every_jsonl_line_matches_its_schema_and_loads_with_datasets(export_root
         assert entry["rows"] == len(rows)
 
 
-def test_chat_lines_end_with_the_corrected_response_else_the_models_output(export_root, corpus):
+def test_chat_lines_end_with_the_corrected_response_else_a_thumbs_up_output(export_root, corpus):
     export(dataset_make("chat", formats=("chat_jsonl",)))
     rows = lines(export_root / "chat" / "v1" / "chat.jsonl")
 
-    # Ordered by item id; the report (a transcript, not a conversation) and the bare item are skipped.
+    # Ordered by item id; the report (a transcript, not a conversation), the bare item and the
+    # thumbs-down without a correction ("hinted") are skipped.
     assert [row["messages"][-1]["content"] for row in rows] == [
         "3 tests fail: test_a, test_b, test_c.",
-        "I renamed foo in main.py.",
         "Renamed foo to bar in utils.py.",
         "Found the race in the fixture and fixed it.",
     ]
     assert rows[0]["messages"] == [
         {"role": "user", "content": "Rename foo to bar in utils.py"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "edit_file", "arguments": '{"path":"main.py"}'},
+                }
+            ],
+        },
+        # No result was recorded for the call: its tool turn is empty.
+        {"role": "tool", "tool_call_id": "call_1", "content": ""},
         {"role": "assistant", "content": "3 tests fail: test_a, test_b, test_c."},
     ]
-    assert [m["role"] for m in rows[3]["messages"]] == ["system", "user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in rows[2]["messages"]] == ["system", "user", "assistant", "user", "assistant"]
 
 
 def test_preference_pairs_put_the_correction_against_the_rated_output(export_root, corpus):
     export(dataset_make("prefs", formats=("preference_jsonl",)))
     rows = lines(export_root / "prefs" / "v1" / "preference.jsonl")
 
-    assert len(rows) == 2
+    # Two corrections, then the thumbs-up against the first thumbs-down to the same request.
+    assert len(rows) == 3
     assert rows[0]["chosen"] == [{"role": "assistant", "content": "3 tests fail: test_a, test_b, test_c."}]
     assert rows[0]["rejected"] == [{"role": "assistant", "content": "All tests pass ✓"}]
-    assert rows[0]["prompt"] == [{"role": "user", "content": "Rename foo to bar in utils.py"}]
+    # The run's tool call is shared by both sides: it is part of the prompt.
+    assert [turn["role"] for turn in rows[0]["prompt"]] == ["user", "assistant", "tool"]
+    assert rows[0]["prompt"][0] == {"role": "user", "content": "Rename foo to bar in utils.py"}
+    assert rows[2]["prompt"] == [{"role": "user", "content": "Rename foo to bar in utils.py"}]
+    assert rows[2]["chosen"][-1] == {"role": "assistant", "content": "Renamed foo to bar in utils.py."}
+    assert rows[2]["rejected"][-1] == {"role": "assistant", "content": "All tests pass ✓"}
 
 
 def test_hint_and_eval_lines_carry_the_reviewers_words(export_root, corpus):

@@ -57,7 +57,7 @@ def pandas_rows(path) -> list[dict]:
 
 
 def sft_train_dataset() -> Dataset:
-    """The demo's train set: thumbs-up answers as chat, CSV and parquet."""
+    """The demo's train set: rated answers in every training format, CSV and parquet."""
     return dataset_make(**next(spec for spec in DEMO_DATASETS if spec["name"] == "coder-sft-train"))
 
 
@@ -88,8 +88,11 @@ def test_a_thumbs_up_with_two_70k_character_messages_exports_in_every_format(exp
     folder = export_root / "coder-sft-train" / "v1"
 
     assert version.item_count == 2
-    assert {entry["name"]: entry["rows"] for entry in version.files if entry["rows"] is not None} == {
+    # The demo's train set has every training format; these are the ones a thumbs-up fills.
+    rows = {entry["name"]: entry["rows"] for entry in version.files if entry["rows"] is not None}
+    assert {name: rows[name] for name in ("chat.jsonl", "kto.jsonl", "items.csv", "items.parquet")} == {
         "chat.jsonl": 2,
+        "kto.jsonl": 2,
         "items.csv": 2,
         "items.parquet": 2,
     }

@@ -251,16 +251,30 @@ def test_each_filter_narrows_the_items(export_root):
 
 def test_label_filters_judge_the_latest_label_of_a_double_reviewed_item(export_root):
     item = item_make()
-    first = label_make(item, reviewer=user_make("ann", "reviewer"), verdict="failure", hint="Use utils.py.")
-    second = label_make(item, reviewer=user_make("bob", "reviewer"), verdict="not_failure")
+    ann, bob = user_make("ann", "reviewer"), user_make("bob", "reviewer")
+    # The reviewers agree on the verdict: the label changed last is the one exported.
+    first = label_make(item, reviewer=ann, verdict="failure", hint="Use utils.py.")
+    second = label_make(item, reviewer=bob, verdict="failure")
     type(first).objects.filter(id=first.id).update(updated_at=timezone.now() - timedelta(hours=1))
     type(second).objects.filter(id=second.id).update(updated_at=timezone.now())
+
+    with_hint = export(dataset_make("with-hint", filters={"has_hint": True}))
+    failures = export(dataset_make("failures", filters={"verdicts": ["failure"]}))
+
+    assert with_hint.item_count == 0
+    assert member_ids(failures) == {item.id}
+
+
+def test_an_item_whose_reviewers_disagree_is_left_out_until_settled(export_root):
+    item = item_make()
+    label_make(item, reviewer=user_make("ann", "reviewer"), verdict="failure")
+    label_make(item, reviewer=user_make("bob", "reviewer"), verdict="not_failure")
 
     failures = export(dataset_make("failures", filters={"verdicts": ["failure"]}))
     not_failures = export(dataset_make("not-failures", filters={"verdicts": ["not_failure"]}))
 
-    assert failures.item_count == 0
-    assert member_ids(not_failures) == {item.id}
+    assert failures.item_count == 0 and not_failures.item_count == 0
+    assert failures.counts["disputed_left_out"] == not_failures.counts["disputed_left_out"] == 1
 
 
 def test_the_export_reads_items_in_chunks_without_a_query_per_item(

@@ -160,8 +160,9 @@ def test_conversation_keys_ignore_roles_and_turn_breaks_and_list_every_opening()
 @pytest.mark.parametrize("disguise", [cyrillic_lookalikes, full_width, zero_width_injected])
 def test_a_disguised_copy_of_an_eval_comment_stays_out_of_a_train_export(export_root, disguise):
     eval_item = item_make(comment=EVAL_COMMENT)
-    copy = item_make(comment=disguise(EVAL_COMMENT))
-    unrelated = item_make(comment=UNRELATED)
+    # Thumbs-up, so their answers may end a chat row: only the held-out rule keeps the copy out.
+    copy = item_make(comment=disguise(EVAL_COMMENT), rating=1)
+    unrelated = item_make(comment=UNRELATED, rating=1)
     russian = item_make(comment=RUSSIAN)
     french = item_make(comment=FRENCH)
     embed(eval_item, copy, unrelated, russian, french)

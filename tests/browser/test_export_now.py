@@ -32,7 +32,8 @@ def test_a_reviewer_clicks_export_now_and_gets_a_version_with_download_links(
     page, reviewer_user, eager_celery, export_root
 ):
     for i in range(12):
-        item = item_make(comment=f"Edited the wrong file ({i}).", vector=unit(i))
+        # A chat row ends in a correction or a thumbs-up answer: every fourth item is corrected, the rest rated up.
+        item = item_make(comment=f"Edited the wrong file ({i}).", vector=unit(i), rating=-1 if i % 4 == 0 else 1)
         if i % 4 == 0:
             label_make(item, corrected_response=f"Renamed foo in utils.py ({i}).")
     dataset = dataset_make("browser-set", formats=("chat_jsonl", "csv", "parquet"))
