@@ -33,17 +33,8 @@ FORMATS = (
     "csv",
     "parquet",
 )
-FormatName = Literal[
-    "chat_jsonl",
-    "preference_jsonl",
-    "kto_jsonl",
-    "hints_jsonl",
-    "coaching_jsonl",
-    "eval_jsonl",
-    "inspect_jsonl",
-    "csv",
-    "parquet",
-]
+# Literal of a tuple is the Literal of its members: one list of names for both.
+FormatName = Literal[FORMATS]
 Verdict = Literal["failure", "not_failure", "duplicate", "spam"]
 ModeName = Literal["snapshot", "incremental"]
 
