@@ -193,7 +193,9 @@ def run_status(request: HttpRequest, dataset_id: int, run_id: int) -> HttpRespon
     The poll that sees a new version reloads the page (htmx's HX-Refresh), so
     the versions table and the compare form show it too.
     """
-    run = get_object_or_404(ExportRun.objects.select_related("dataset", "version"), id=run_id, dataset_id=dataset_id)
+    run = get_object_or_404(
+        ExportRun.objects.select_related("dataset", "version", "matched_version"), id=run_id, dataset_id=dataset_id
+    )
     response = render(request, "exports/_run_status.html", {"dataset": run.dataset, **_run_context(run)})
     response["Cache-Control"] = "no-store"
     if request.headers.get("HX-Request") and run.status in (ExportRun.Status.DONE, ExportRun.Status.UNCHANGED):

@@ -12,7 +12,6 @@ import datetime
 import ipaddress
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -25,9 +24,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.servers import ROOT, database_url, free_port, process_stop
+
 
 # What the tests set for themselves and a deployment does not: the server gets production's defaults.
 LOCAL_ONLY = (
@@ -46,20 +45,6 @@ class ProductionServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
-
-
-def database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
@@ -123,9 +108,4 @@ def production_server(django_db_setup, tmp_path_factory):
             time.sleep(0.3)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        process_stop(process)

@@ -9,21 +9,16 @@ by hand, and the last tests send real chunked requests to a real gunicorn.
 import io
 import json
 import os
-import subprocess
-import sys
 import uuid
 
 import httpx
 import pytest
-from django.conf import settings
 from django.test import Client
 
-from config.celery import app as celery_app
 from feedback import services
 from feedback.models import FeedbackItem
 from tests.factories import rating_event, signed_headers, source_make
-from tests.test_fault_redis_outage import free_port
-from tests.test_worker_kill import ROOT, database_url, wait_for
+from tests.servers import database_url, gunicorn_serving
 
 REPORT = {"title": "Claimed the tests passed", "what_happened": "3 failed; it said all green", "severity": "high"}
 
@@ -129,37 +124,9 @@ def gunicorn_url(django_db_setup, django_db_blocker, tmp_path_factory):
     with django_db_blocker.unblock():
         db_url = database_url()
     data_dir = tmp_path_factory.mktemp("gunicorn-data")
-    port = free_port()
     env = dict(os.environ, DATABASE_URL=db_url, DATA_DIR=str(data_dir), WEBHOOK_MAX_BODY_BYTES=str(GUNICORN_BODY_LIMIT))
-    if settings.REDIS_URL:
-        env["REDIS_URL"] = settings.REDIS_URL
-    log_path = data_dir / "web.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    base_url = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        assert process.poll() is None, log_path.read_text()[-3000:]
-        try:
-            return httpx.post(f"{base_url}/api/v1/sources/no-such-source/events", content=b"{}").status_code == 404
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(answers, 30, "gunicorn to answer")
+    with gunicorn_serving(env=env, log_path=data_dir / "web.log", args=("--workers", "1")) as base_url:
         yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        if settings.REDIS_URL:
-            celery_app.control.purge()  # no worker runs here; drop the tasks the server queued
 
 
 def in_chunks(body: bytes, size: int = 1000):

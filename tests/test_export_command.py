@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.utils import timezone
 
 from exports.models import DatasetVersion, ExportRun
 from feedback.models import FeedbackItem
 from tests import test_export_helpers as helpers
+from tests.servers import database_url
 from tests.test_export_helpers import (
     OCCURRED,
     dataset_make,
@@ -97,14 +97,6 @@ def test_verify_says_whether_a_version_is_byte_identical_when_written_again(expo
 
 
 # --- Killed mid-write ----------------------------------------------------------------------
-
-
-def database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def many_items(count: int) -> None:

@@ -13,8 +13,6 @@ import json
 import logging
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,15 +22,12 @@ from dataclasses import dataclass, field
 import httpx
 import psycopg
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
-from config.celery import app as celery_app
 from feedback.models import FeedbackItem
 from tests.factories import rating_event, signed_headers, source_make
-from tests.test_fault_redis_outage import free_port
-from tests.test_worker_kill import ROOT, database_url, wait_for
+from tests.servers import database_url, gunicorn_serving, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -140,39 +135,12 @@ def web_server(tmp_path):
         if os.environ.get("CI"):
             pytest.fail("this test needs PostgreSQL (DATABASE_URL=postgres://...)")
         pytest.skip("this test needs PostgreSQL (DATABASE_URL=postgres://...)")
-    port = free_port()
     application_name = f"pgterm-web-{uuid.uuid4().hex[:8]}"
     # PGAPPNAME: libpq names every connection of the server, and nothing else, so the killer spares the test's own.
     env = dict(os.environ, DATABASE_URL=database_url(), DATA_DIR=str(tmp_path / "data"), PGAPPNAME=application_name)
-    if settings.REDIS_URL:
-        env["REDIS_URL"] = settings.REDIS_URL
     log_path = tmp_path / "web.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "5"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    base_url = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        assert process.poll() is None, log_path.read_text()[-3000:]
-        try:
-            return httpx.post(f"{base_url}/api/v1/sources/no-such-source/events", content=b"{}").status_code == 404
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(answers, 30, "gunicorn to answer")
+    with gunicorn_serving(env=env, log_path=log_path, args=("--graceful-timeout", "5")) as base_url:
         yield base_url, application_name, log_path
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        if settings.REDIS_URL:
-            celery_app.control.purge()  # no worker runs here; drop the tasks the server queued
 
 
 def test_a_2xx_is_committed_and_a_retry_stores_each_event_once_while_postgres_kills_connections(web_server, caplog):

@@ -20,17 +20,11 @@ from django.conf import settings
 from config.celery import app as celery_app
 from feedback.models import FeedbackItem
 from tests.factories import celery_broker_use, post_signed, rating_event, source_make
-from tests.test_worker_kill import ROOT, database_url, wait_for
+from tests.servers import ROOT, database_url, free_port, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
 REDIS = shutil.which("redis-server")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def redis_start(port: int) -> subprocess.Popen:

@@ -1,0 +1,84 @@
+"""Real server processes for the tests: the test database's URL, a free port, waiting, starting and stopping."""
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.db import connection
+
+from config.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    """The test database as a DATABASE_URL, for a process started beside the tests."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def process_stop(process: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within 15 s."""
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
+@contextmanager
+def gunicorn_serving(*, env: dict, log_path: Path, args: tuple[str, ...] = ()) -> Iterator[str]:
+    """gunicorn (the project's gunicorn.conf.py) serving `env`'s database on a free port; yields its base URL.
+
+    It counts as up once the webhook endpoint answers 404 for an unknown
+    source. On the way out it stops, and the tasks it queued (no worker runs
+    here) are dropped.
+    """
+    env = dict(env, REDIS_URL=settings.REDIS_URL) if settings.REDIS_URL else env
+    port = free_port()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", *args],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        assert process.poll() is None, log_path.read_text()[-3000:]
+        try:
+            return httpx.post(f"{base_url}/api/v1/sources/no-such-source/events", content=b"{}").status_code == 404
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(answers, 30, "gunicorn to answer")
+        yield base_url
+    finally:
+        process_stop(process)
+        if settings.REDIS_URL:
+            celery_app.control.purge()
