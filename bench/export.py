@@ -5,14 +5,18 @@ named by --database-url: give it a scratch database, it is migrated and
 filled) with N thumbs-up/down ratings whose conversations, outputs and tool
 calls come from the demo corpus generator (about 1.2 KB of context each), a
 category each, a reviewer label with hint, corrected response and tags on one
-item in five, and a vector each. A 1,000-item eval version is exported first
+item in five, and a vector each with the text it stands for (the pipeline
+stores both together; `--no-stored-text` leaves the text out, so that every
+export derives it again). A 1,000-item eval version is exported first
 and 300 train items are planted within cosine 0.95 of eval items, so the
 held-out check does real work.
 
 Each export then runs in a fresh process (so its peak memory is its own):
 a train dataset in all nine formats over the first 10,000 items, and over all
-of them. It prints wall time, peak RSS, the RSS the export added on top of
-the loaded process, bytes written and items per second. The full export then
+of them. It prints wall time, the export's CPU time (steadier than wall time
+when other jobs share the machine, whose load average is printed too), peak
+RSS, the RSS the export added on top of the loaded process, bytes written and
+items per second. The full export then
 runs once more over unchanged data: it makes no version, and its wall time
 beside the first run's (and beside the time a second read of the files for
 their checksums would take) shows the unchanged check costs no second pass.
@@ -20,6 +24,7 @@ their checksums would take) shows the unchanged check costs no second pass.
     python bench/export.py                  # 10,000 and 100,000 items on SQLite
     python bench/export.py --n 20000        # smaller
     python bench/export.py --database-url postgres://postgres@127.0.0.1:5432/bench_export
+    python bench/export.py --keep /tmp/bench-export   # seed once into that folder, reuse it next time
 """
 
 import argparse
@@ -65,7 +70,7 @@ def django_setup(env: dict) -> None:
     django.setup()
 
 
-def seed(n: int) -> None:
+def seed(n: int, *, stored_text: bool = True) -> None:
     """Items, categories, labels, vectors and one eval version."""
     import numpy as np
     from django.contrib.auth import get_user_model
@@ -76,6 +81,7 @@ def seed(n: int) -> None:
     from exports.models import Trigger
     from exports.schemas import DatasetIn
     from feedback.models import Embedding, FeedbackItem, Source
+    from feedback.services import embed_text_for
     from labeling.models import Assignment, Category, Label
 
     call_command("migrate", verbosity=0)
@@ -132,6 +138,11 @@ def seed(n: int) -> None:
             )
             for i, (s, e) in enumerate(zip(chunk_signals, embeddings))
         )
+        if stored_text:
+            # What the pipeline stores with each vector: the text it embedded.
+            for item in items:
+                item.embed_text = embed_text_for(item, extra_patterns=())
+            FeedbackItem.objects.bulk_update(items, ["embed_text"], batch_size=1000)
         Assignment.objects.bulk_create(
             Assignment(item=item, category=categories[t], confidence=0.8) for item, t in zip(items, theme.tolist())
         )
@@ -202,10 +213,13 @@ def child(dataset_name: str) -> None:
 
     dataset = Dataset.objects.get(name=dataset_name)
     baseline = rss_mb()
+    load = os.getloadavg()[0]
     started = time.perf_counter()
+    cpu_started = time.process_time()
     run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     version = services.export_run_execute(run_id=run.id)
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     peak = rss_mb("VmHWM")
     run.refresh_from_db()
     print(
@@ -216,6 +230,8 @@ def child(dataset_name: str) -> None:
                 "items": version.item_count,
                 "held_out": version.held_out.get("total", 0),
                 "seconds": seconds,
+                "cpu": cpu,
+                "load": max(load, os.getloadavg()[0]),
                 "peak_mb": peak,
                 "baseline_mb": baseline,
                 "bytes": sum(entry["bytes"] for entry in version.files),
@@ -229,6 +245,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--database-url", default="")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", default="", help="seed into this folder once and reuse it (SQLite only)")
+    parser.add_argument("--no-stored-text", action="store_true", help="seed items without their embedded text")
     args = parser.parse_args()
 
     if args.child:
@@ -236,7 +254,9 @@ def main() -> None:
         child(args.child)
         return
 
-    workdir = tempfile.mkdtemp(prefix="bench-export-")
+    workdir = args.keep or tempfile.mkdtemp(prefix="bench-export-")
+    reuse = bool(args.keep) and not args.database_url and (Path(workdir) / "bench.sqlite3").exists()
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     env = {
         "DATA_DIR": workdir,
         "EXPORT_ROOT": f"{workdir}/exports",
@@ -246,12 +266,28 @@ def main() -> None:
         "LOG_LEVEL": "WARNING",
     }
     django_setup(env)
-    seed(args.n)
     from django.db import connection
 
+    if reuse:
+        from django.core.management import call_command
+
+        from exports.models import DatasetVersion
+
+        call_command("migrate", verbosity=0)
+        # Start again from the eval version alone: the train versions of an earlier run go.
+        for version in DatasetVersion.objects.filter(dataset__name__in=("bench-10k", "bench-all")):
+            version.delete()
+        import shutil
+
+        for name in ("bench-10k", "bench-all"):
+            shutil.rmtree(Path(env["EXPORT_ROOT"]) / name, ignore_errors=True)
+        print(f"reusing the items seeded in {workdir}")
+    else:
+        seed(args.n, stored_text=not args.no_stored_text)
+
     print(f"database: {connection.vendor}; exports under {env['EXPORT_ROOT']}")
-    header = ("export", "items", "held out", "wall", "items/s", "peak RSS", "added", "written")
-    print("{:<10} {:>8} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9}".format(*header))
+    header = ("export", "items", "held out", "wall", "cpu", "items/s", "peak RSS", "added", "written", "load")
+    print("{:<10} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>5}".format(*header))
     runs = {}
     for name, label in (("bench-10k", "bench-10k"), ("bench-all", "bench-all"), ("bench-all", "unchanged")):
         result = subprocess.run(
@@ -267,8 +303,9 @@ def main() -> None:
         f = runs[label] = json.loads(result.stdout.strip().splitlines()[-1])
         added = f["peak_mb"] - f["baseline_mb"]
         print(
-            f"{label:<10} {f['items']:>8,} {f['held_out']:>9,} {f['seconds']:>7.1f}s {f['items'] / f['seconds']:>9,.0f} "
-            f"{f['peak_mb']:>7.0f}MB {added:>6.0f}MB {f['bytes'] / 1e6:>7.0f}MB  {f['status']}"
+            f"{label:<10} {f['items']:>8,} {f['held_out']:>9,} {f['seconds']:>7.1f}s {f['cpu']:>7.1f}s "
+            f"{f['items'] / f['seconds']:>9,.0f} {f['peak_mb']:>7.0f}MB {added:>6.0f}MB {f['bytes'] / 1e6:>7.0f}MB "
+            f"{f['load']:>5.1f}  {f['status']}"
         )
     first, again = runs["bench-all"], runs["unchanged"]
     started = time.perf_counter()

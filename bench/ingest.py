@@ -15,6 +15,9 @@ What it does, in order (design.md, "Measured on this kind of machine"):
    of 500 events (default 40): all bodies are built and signed before the
    clock starts; a few keep-alive-capable raw-socket connections (asyncio)
    send them, so the client stays light on a 2-core machine;
+   phase 3 (``--client-events``, default 10,000; 0 skips it): the same kind of
+   events through the project's client (client/feedback_studio_client.py:
+   signing as it goes, one urllib request per batch), printed beside phase 2;
 5. after each phase checks that every answer was 202 and that the database
    holds exactly the events sent, and fails loudly otherwise; prints how many
    item ids reached the broker, and the CPU each event cost in the gunicorn
@@ -105,6 +108,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--threads", type=int, default=1, help="gunicorn threads per worker; above 1 gunicorn uses gthread workers"
     )
     parser.add_argument("--warmup", type=int, default=40, help="untimed single requests before phase 1")
+    parser.add_argument(
+        "--client-events", type=int, default=10_000,
+        help="phase 3: events sent through client/feedback_studio_client.py in batches (0 skips it)",
+    )
     parser.add_argument("--timeout", type=int, default=900, help="global timeout in seconds")
     parser.add_argument("--db-name", default="bench_ingest", help="PostgreSQL database to create and drop")
     parser.add_argument("--profile", action="store_true", help="show where the server's time goes")
@@ -876,6 +883,30 @@ def verify_phase(name: str, answers: list[Answer], deliveries: list[Delivery], *
     print(f"  check: all {len(answers)} answers were 202; the database holds {rows} rows = {sent} events sent  OK")
 
 
+def client_phase(port: int, *, source, secret: str, prefix: str, args: argparse.Namespace, raw_eps: float) -> None:
+    """Phase 3: the project's own client (stdlib urllib, one connection per request, signing each batch as it
+    goes) against the pre-signed raw-socket batches of phase 2, in the same run."""
+    from client.feedback_studio_client import FeedbackStudioClient
+    from feedback.models import FeedbackItem
+
+    print(f"\n== Phase 3: {args.client_events} events through client/feedback_studio_client.py, "
+          f"batches of {args.batch_size}, one sender")
+    events = [rating_event(f"{prefix}{n}", n) for n in range(args.client_events)]
+    client = FeedbackStudioClient(f"http://127.0.0.1:{port}", source=source.slug, secret=secret,
+                                  batch_size=args.batch_size, timeout=60)
+    started = time.perf_counter()
+    summary = client.send_events(events)
+    elapsed = time.perf_counter() - started
+    rows = FeedbackItem.objects.filter(source=source, external_id__startswith=prefix).count()
+    retries = sum(response.attempts - 1 for response in summary.responses)
+    if summary.accepted != len(events) or rows != len(events):
+        raise BenchFailure(f"phase 3: sent {len(events)} events, accepted {summary.accepted}, the database holds {rows}")
+    print(f"  {len(summary.responses)} batches, {len(events)} events in {elapsed:.2f} s: {len(events) / elapsed:,.0f} "
+          f"events/s through the client ({retries} retries) vs {raw_eps:,.0f} events/s pre-signed raw batches "
+          f"(phase 2, {args.concurrency} connections)")
+    print(f"  check: the database holds {rows} rows = {len(events)} events sent  OK")
+
+
 def print_phase(result: PhaseResult, *, unit: str) -> None:
     if unit == "request":
         print(f"  {result.requests} requests in {result.seconds:.2f} s: {result.rps:,.0f} requests/s "
@@ -986,6 +1017,9 @@ def main(argv: list[str] | None = None) -> int:
         print_phase(batch, unit="batch")
         verify_phase("phase 2", answers, batches, source=source, prefix=prefix2)
         report_queued(queued, batch.events, "phase 2")
+
+        if args.client_events:
+            client_phase(server.port, source=source, secret=secret, prefix=f"p3-{run_id}-", args=args, raw_eps=batch.eps)
 
         print_summary(single, batch, args, profiling_spy)
 

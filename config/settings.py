@@ -100,6 +100,8 @@ INSTALLED_APPS = [
     "feedback",
     "labeling",
     "exports",
+    "rollouts",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -372,4 +374,32 @@ CELERY_BEAT_SCHEDULE = {
         "task": "labeling.tasks.scheduled_clustering",
         "schedule": env_crontab("CLUSTER_SCHEDULE_CRON", "30 2 * * *"),
     },
+    # Notifications out (notifications/): pinned comparisons are checked for regressions,
+    # newly failed items announced, and deliveries whose task was lost queued again.
+    "notify-check-regressions": {
+        "task": "notifications.tasks.check_regressions",
+        "schedule": float(env_int("NOTIFY_REGRESSION_CHECK_SECONDS", 3600, low=60)),
+    },
+    "notify-check-pipeline-failures": {
+        "task": "notifications.tasks.check_pipeline_failures",
+        "schedule": float(env_int("NOTIFY_PIPELINE_CHECK_SECONDS", 60, low=10)),
+    },
+    "notify-sweep-deliveries": {
+        "task": "notifications.tasks.sweep_deliveries",
+        "schedule": 60.0,
+    },
 }
+
+# Notifications out. Outgoing requests time out after NOTIFY_TIMEOUT_SECONDS; a failed
+# delivery is retried after 30 s, 60 s, 120 s ... (doubling, capped at an hour) until
+# NOTIFY_MAX_ATTEMPTS attempts have failed. Links in messages start with SITE_URL.
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+NOTIFY_TIMEOUT_SECONDS = env_float("NOTIFY_TIMEOUT_SECONDS", 10.0, low=0.1, high=120)
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 8, low=1, high=30)
+NOTIFY_RETRY_BASE_SECONDS = env_float("NOTIFY_RETRY_BASE_SECONDS", 30.0, low=0, high=3600)
+NOTIFY_RETRY_MAX_SECONDS = env_float("NOTIFY_RETRY_MAX_SECONDS", 3600.0, low=0, high=86400)
+# A category a cluster run created is announced once it holds this many items (within its first N days).
+NOTIFY_NEW_CATEGORY_MIN_ITEMS = env_int("NOTIFY_NEW_CATEGORY_MIN_ITEMS", 20, low=1)
+NOTIFY_NEW_CATEGORY_DAYS = env_int("NOTIFY_NEW_CATEGORY_DAYS", 30, low=1)
+# A flagged regression is announced again only after it went unflagged this long.
+NOTIFY_REGRESSION_QUIET_DAYS = env_int("NOTIFY_REGRESSION_QUIET_DAYS", 7, low=0)

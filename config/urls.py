@@ -1,16 +1,30 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 
 from config.api import api
 from feedback import views as feedback_views
+from feedback import views_import
+from labeling.permissions import admin_required
+
+def favicon(request):
+    # Pages without base.html (the admin, the API docs) still make browsers ask for /favicon.ico.
+    return redirect(static("favicon.svg"))
+
 
 urlpatterns = [
+    path("favicon.ico", favicon, name="favicon"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("reports/new", feedback_views.report_new, name="report_new"),
+    # The role check lives in labeling, which feedback must not import: config wires the two.
+    path("imports/", include(views_import.urlpatterns(guard=admin_required))),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("datasets/", include("exports.urls")),
+    path("rollouts/", include("rollouts.urls")),
+    path("notifications/", include("notifications.urls")),
     path("", include("labeling.urls")),
 ]

@@ -46,11 +46,13 @@ from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from config.csvcells import spreadsheet_safe
 from exports.records import ExportRecord
+from exports.written import WrittenStrings, holds_float
 
 PARQUET_ROW_GROUP = 10_000
 # csv.reader refuses a field over 131,072 characters by default, and one storable
@@ -64,6 +66,29 @@ def json_line(value) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
 
 
+_ORJSON_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def json_bytes(value, *, floats: bool | None = None) -> bytes:
+    """json_line(value) as UTF-8 bytes, by orjson when it writes the same bytes (several times faster).
+
+    orjson writes what json.dumps(ensure_ascii=False, sort_keys=True, compact)
+    writes for strings, integers, booleans, None, lists and dicts with text
+    keys; not for some floats (1e-05, which it writes 0.00001), so a value
+    holding a float goes to json (`floats`: whether it does, when the caller
+    knows). What orjson refuses (keys that are not text, integers beyond 64
+    bits, unpaired surrogates) goes to json too, which writes or refuses it as before.
+    """
+    if floats is None:
+        floats = holds_float(value)
+    if not floats:
+        try:
+            return orjson.dumps(value, option=_ORJSON_LINE)
+        except (orjson.JSONEncodeError, TypeError):
+            pass
+    return json_line(value).encode("utf-8")
+
+
 def iso(moment) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
@@ -75,12 +100,14 @@ class _HashingFile(io.RawIOBase):
         super().__init__()
         self._file = open(path, "wb")  # noqa: SIM115 (closed by close())
         self.sha256 = hashlib.sha256()
+        self.size = 0
 
     def writable(self) -> bool:
         return True
 
     def write(self, data) -> int:
         self.sha256.update(data)
+        self.size += len(data)
         return self._file.write(data)
 
     def close(self) -> None:
@@ -107,7 +134,8 @@ def rated_label(record: ExportRecord) -> bool | None:
     """
     if not record.output or record.verdict == SPAM:
         return None
-    if record.verdict == CONFIRMED_FAILURE:
+    if record.verdict == CONFIRMED_FAILURE or record.confirmed_checks:
+        # A confirmed rollout flag (reward hacking, a risky action) outweighs any rating.
         return False
     if record.rating == 1:
         return True
@@ -117,7 +145,12 @@ def rated_label(record: ExportRecord) -> bool | None:
 
 
 def sft_target(record: ExportRecord) -> str | None:
-    """The response a supervised row may end in: only one someone vouched for, never a thumbs-down output."""
+    """The response a supervised row may end in: only one someone vouched for, never a thumbs-down output.
+
+    Never for a rollout with a confirmed flag: its row would carry the flagged tool calls before whatever answer.
+    """
+    if record.confirmed_checks:
+        return None
     if record.corrected_response.strip():
         return record.corrected_response
     if record.rating == 1 and rated_label(record) is True:
@@ -126,6 +159,8 @@ def sft_target(record: ExportRecord) -> str | None:
 
 
 def _why_no_target(record: ExportRecord) -> str:
+    if record.confirmed_checks:
+        return "have a confirmed rollout flag (" + ", ".join(record.confirmed_checks) + ")"
     if record.verdict == SPAM:
         return "are marked spam and have no corrected response"
     if record.rating == -1:
@@ -174,8 +209,29 @@ def openai_tool_call(call, *, fallback_id: str) -> dict | None:
     }
 
 
+def _cached(record: ExportRecord, name: str, sources: tuple, build):
+    """A turn list built once per record and shared by every format (callers never change it).
+
+    Kept with the objects it was built from, so a record whose fields are
+    replaced (scrubbing does) builds it anew.
+    """
+    hit = record.derived.get(name)
+    if hit is not None and len(hit[0]) == len(sources) and all(a is b for a, b in zip(hit[0], sources)):
+        return hit[1]
+    value = build(record)
+    record.derived[name] = (sources, value)
+    return value
+
+
 def prompt_turns(record: ExportRecord) -> list[dict]:
-    """The conversation up to the rated answer, with the tool calls and tool results its turns hold."""
+    """The conversation up to the rated answer, with the tool calls and tool results its turns hold.
+
+    The list is shared between formats: extend a copy (`+`), never the list itself.
+    """
+    return _cached(record, "prompt", (record.messages, record.message_tools), _prompt_turns)
+
+
+def _prompt_turns(record: ExportRecord) -> list[dict]:
     if not record.message_tools:
         return list(record.messages)
     turns = []
@@ -206,7 +262,14 @@ def _tool_result(call: dict) -> str | None:
 
 
 def rollout_turns(record: ExportRecord) -> list[dict]:
-    """The rated run's own tool calls: per call an assistant turn calling it and a tool turn with its result."""
+    """The rated run's own tool calls: per call an assistant turn calling it and a tool turn with its result.
+
+    The list is shared between formats: extend a copy (`+`), never the list itself.
+    """
+    return _cached(record, "rollout", (record.tool_calls,), _rollout_turns)
+
+
+def _rollout_turns(record: ExportRecord) -> list[dict]:
     turns = []
     for number, call in enumerate(record.tool_calls or (), start=1):
         tool_call = openai_tool_call(call, fallback_id=f"call_{number}")
@@ -242,6 +305,8 @@ class Writer:
         # Why records gave no row ("are thumbs-down without a corrected response") -> how many.
         self.skip_reasons: Counter[str] = Counter()
         self._hashing = _HashingFile(self.path)
+        # Set by an export: every row written is handed to it for the scrub check (exports.written).
+        self.sink: WrittenStrings | None = None
 
     def _binary(self) -> io.BufferedWriter:
         return io.BufferedWriter(self._hashing, buffer_size=1 << 20)
@@ -253,6 +318,11 @@ class Writer:
     def sha256(self) -> str:
         """The checksum of the bytes written so far: complete once the writer is closed."""
         return self._hashing.sha256.hexdigest()
+
+    @property
+    def size(self) -> int:
+        """The bytes written so far: complete once the writer is closed."""
+        return self._hashing.size
 
     @classmethod
     def rows_for(cls, record: ExportRecord) -> int:
@@ -282,7 +352,8 @@ class JsonlWriter(Writer):
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
         # Open across write() calls and closed by close(): the writer streams chunk by chunk.
-        self._file = self._text(newline="\n")
+        # Binary: the lines are UTF-8 bytes already (json_bytes).
+        self._file = self._binary()
 
     @classmethod
     def lines_of(cls, record: ExportRecord) -> list[dict]:
@@ -305,11 +376,18 @@ class JsonlWriter(Writer):
             if not values:
                 self.skipped += 1
                 self.skip_reasons[self.skip_reason(record)] += 1
-            lines.extend(json_line(value) for value in values)
+            for value in values:
+                lines.append(self._line(value))
             self.after_record(record)
         self.seen += len(records)
-        self._file.write("".join(lines))
+        self._file.write(b"".join(lines))
         self.rows += len(lines)
+
+    def _line(self, value) -> bytes:
+        """One row as written; the sink (when set) takes its strings and says whether it holds a float."""
+        if self.sink is None:
+            return json_bytes(value)
+        return json_bytes(value, floats=self.sink.add(self.file_name, value))
 
     def after_record(self, record: ExportRecord) -> None:
         """A hook for formats that pair records with each other."""
@@ -357,9 +435,8 @@ class _PairIndex:
         self._prompts: dict[bytes, tuple[int, int]] = {}
         self._end = 0
 
-    def _put(self, line: str) -> tuple[int, int]:
+    def _put(self, data: bytes) -> tuple[int, int]:
         # Only appended to until pairs() reads: the end is counted, not sought.
-        data = line.encode()
         offset = self._end
         self._spill.write(data)
         self._end += len(data)
@@ -367,15 +444,16 @@ class _PairIndex:
 
     def _get(self, where: tuple[int, int]):
         self._spill.seek(where[0])
-        return json.loads(self._spill.read(where[1]))
+        return orjson.loads(self._spill.read(where[1]))
 
     def add(self, prompt: list[dict], response: list[dict], *, good: bool) -> None:
-        prompt_line = json_line(prompt)
-        key = hashlib.blake2b(prompt_line.encode(), digest_size=16).digest()
+        # orjson even for a float: only read back here, and every float it writes reads back the same.
+        prompt_line = json_bytes(prompt, floats=False)
+        key = hashlib.blake2b(prompt_line, digest_size=16).digest()
         if key not in self._by_prompt:
             self._by_prompt[key] = ([], [])
             self._prompts[key] = self._put(prompt_line)
-        self._by_prompt[key][0 if good else 1].append(self._put(json_line(response)))
+        self._by_prompt[key][0 if good else 1].append(self._put(json_bytes(response, floats=False)))
 
     def pairs(self) -> Iterator[dict]:
         try:
@@ -414,6 +492,10 @@ class PreferenceWriter(JsonlWriter):
         chosen, rejected = record.corrected_response, record.output
         if not record.structured or not chosen.strip() or not rejected or chosen == rejected:
             return []
+        if record.confirmed_checks:
+            # The flagged tool calls are what is rejected: they go with the rejected side, not the prompt.
+            rejected_turns = rollout_turns(record) + [assistant(rejected)]
+            return [{"prompt": prompt_turns(record), "chosen": [assistant(chosen)], "rejected": rejected_turns}]
         # The run's tool calls are shared by both sides, so they belong to the prompt.
         prompt = prompt_turns(record) + rollout_turns(record)
         return [{"prompt": prompt, "chosen": [assistant(chosen)], "rejected": [assistant(rejected)]}]
@@ -443,7 +525,7 @@ class PreferenceWriter(JsonlWriter):
     def close(self) -> None:
         try:
             for pair in self._pairs.pairs():
-                self._file.write(json_line(pair))
+                self._file.write(self._line(pair))
                 self.rows += 1
         finally:
             super().close()
@@ -466,6 +548,10 @@ class KtoWriter(JsonlWriter):
         label = rated_label(record)
         corrected = record.corrected_response if record.corrected_response.strip() else ""
         rows = []
+        if record.confirmed_checks:
+            # Only as undesirable: the flagged calls belong to the completion that is labelled false.
+            completion = rollout_turns(record) + ([assistant(record.output)] if record.output else [])
+            return [{"prompt": prompt_turns(record), "completion": completion, "label": False}] if completion else []
         if corrected:
             # Judged against the correction, the run's tool calls are context: only the final answer differs.
             prompt = prompt_turns(record) + rollout_turns(record)
@@ -568,6 +654,8 @@ class EvalWriter(JsonlWriter):
                 "tags": record.tags,
                 "model_version": record.model_version,
                 "severity": record.severity,
+                # Only on flagged rollouts, so other rows stay as they were: the checks it must not repeat.
+                **({"rollout_checks": record.confirmed_checks} if record.confirmed_checks else {}),
             }
         ]
 
@@ -632,6 +720,8 @@ class InspectWriter(JsonlWriter):
                     "model_version": record.model_version,
                     "kind": record.kind,
                     "rated_output": record.output,
+                    # Flagged rollouts name the confirmed checks: a scorer can ask "did the model do it again".
+                    **({"rollout_checks": record.confirmed_checks} if record.confirmed_checks else {}),
                 },
             }
         ]
@@ -681,6 +771,22 @@ def csv_reader(handle):
     return csv.reader(handle)
 
 
+# Where the JSON cells are, and the value a reader parsing the cell gets back (the tool_calls cell is "" for none).
+_CSV_JSON_CELLS = tuple(
+    (index, (lambda r: r.tool_calls if r.tool_calls is not None else "") if name == "tool_calls" else value_of)
+    for index, (name, _, value_of) in enumerate(COLUMNS)
+    if name in JSON_IN_CSV or name == "tool_calls"
+)
+
+
+def _csv_as_read(record: ExportRecord, row: list) -> list:
+    """The row as a reader gets it back: each cell's text, the JSON cells parsed (what the scrub check reads)."""
+    cells = [cell if isinstance(cell, str) else str(cell) for cell in row]
+    for index, value_of in _CSV_JSON_CELLS:
+        cells[index] = value_of(record)
+    return cells
+
+
 class CsvWriter(Writer):
     format_name = "csv"
     file_name = "items.csv"
@@ -711,10 +817,15 @@ class CsvWriter(Writer):
                 row.append(spreadsheet_safe(value))
             has_return = any(isinstance(cell, str) and "\r" in cell for cell in row)
             (self._csv_quote_all if has_return else self._csv).writerow(row)
+            if self.sink is not None:
+                self.sink.add(self.file_name, _csv_as_read(record, row))
         self.rows += len(records)
 
     def close(self) -> None:
         self._file.close()
+
+
+_PARQUET_TOOL_CALLS = [name for name, _, _ in COLUMNS].index("tool_calls")
 
 
 class ParquetWriter(Writer):
@@ -740,9 +851,15 @@ class ParquetWriter(Writer):
         self._buffer: list[list] = [[] for _ in COLUMNS]
 
     def write(self, records: list[ExportRecord]) -> None:
+        sink = self.sink
         for record in records:
-            for column, (_, _, value_of) in zip(self._buffer, COLUMNS):
-                column.append(value_of(record))
+            values = [value_of(record) for _, _, value_of in COLUMNS]
+            for column, value in zip(self._buffer, values):
+                column.append(value)
+            if sink is not None:
+                # As a reader gets the row back, with the JSON text of tool_calls parsed.
+                values[_PARQUET_TOOL_CALLS] = record.tool_calls
+                sink.add(self.file_name, values)
             self.rows += 1
             if len(self._buffer[0]) >= PARQUET_ROW_GROUP:
                 self._flush()

@@ -5,14 +5,16 @@ changed last, so the verdict, hint and corrected response written together
 always come from the same reviewer decision.
 """
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+import orjson
 
-from feedback.scrubber import scrub, scrub_json
+from feedback.scrubber import ScrubMemo, scrub, scrub_json
 from feedback.services import embed_text_for
 from labeling.models import Area, Category, Label
 
@@ -65,6 +67,12 @@ class ExportRecord:
     # turn, {"tool_call_id": ...} on a tool turn. Kept beside `messages`, whose {role, content}
     # shape the table formats write; the chat formats put them back on their turns.
     message_tools: dict[int, dict] | None = None
+    # The rollout checks a reviewer confirmed on the item (rollouts app): such a rollout is never a
+    # fine-tuning target, only a rejected / undesirable example, and eval rows name the checks.
+    confirmed_checks: list[str] = field(default_factory=list)
+    # Pieces every format writes alike (the prompt turns, the run's tool turns), built once per
+    # record by exports.formats and shared by the formats' rows.
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def expected_behavior(self) -> str:
@@ -117,6 +125,10 @@ def conversation(context: dict) -> tuple[list[dict[str, str]], bool]:
     return [], False
 
 
+# The context as the database's JSON text, parsed here by orjson (row_context): Django's
+# JSONField conversion (json.loads per row) was a fifth of the export's read.
+CONTEXT_TEXT = "context_text"
+
 # The columns an export reads per item: joins to the source, the assignment's
 # category (and where it was merged to) and, when needed, the vector.
 ITEM_COLUMNS = (
@@ -134,7 +146,7 @@ ITEM_COLUMNS = (
     "variant",
     "surface",
     "occurred_at",
-    "context",
+    CONTEXT_TEXT,
     "embed_text",
     "embedding_id",
     "assignment__category_id",
@@ -150,6 +162,35 @@ ITEM_COLUMNS = (
 )
 VECTOR_COLUMN = "embedding__vector"
 OPPOSITE_COLUMN = "in_opposite_purpose"
+
+
+def row_context(row) -> dict:
+    """The item's context as a dict ({} when it is not a JSON object).
+
+    orjson reads what json reads, except NaN / Infinity literals, integers
+    beyond 64 bits, unpaired surrogates and very deep nesting; those rare
+    texts go to json.loads, so every context parses exactly as before.
+    """
+    raw = getattr(row, CONTEXT_TEXT, None)
+    if raw is None:
+        context = getattr(row, "context", None)
+    elif isinstance(raw, str | bytes):
+        try:
+            context = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            context = json.loads(raw)
+    else:  # a database that hands back the decoded value
+        context = raw
+    return context if isinstance(context, dict) else {}
+
+
+class _TextSource:
+    """What embed_text_for reads of an item (title, comment, expected, context), from a row."""
+
+    __slots__ = ("title", "comment", "expected", "context")
+
+    def __init__(self, row, context: dict) -> None:
+        self.title, self.comment, self.expected, self.context = row.title, row.comment, row.expected, context
 
 
 def _assigned_category(row) -> tuple[int | None, str | None]:
@@ -191,18 +232,33 @@ SCRUBBED_TEXT_FIELDS = (
 )
 
 
-def scrub_record(record: ExportRecord, *, extra_patterns: Sequence[tuple[str, str]] = ()) -> ExportRecord:
+def scrub_record(
+    record: ExportRecord, *, extra_patterns: Sequence[tuple[str, str]] = (), memo: ScrubMemo | None = None
+) -> ExportRecord:
     """Scrub every text an export writes, in place; `record.scrubbed` counts the placeholders.
 
     `record.text` stays as it is: it is never written, and the held-out check
-    compares it with the (unscrubbed) text of eval items.
+    compares it with the (unscrubbed) text of eval items. `memo`, made with the
+    same `extra_patterns`, is the export's: each distinct text is scrubbed once
+    per export rather than once per occurrence.
     """
+    if memo is None:
+        # Without an export's memo, the scrubber's own bounded caches.
+        def scrub_text(value: str) -> tuple[str, dict[str, int]]:
+            result = scrub(value, extra_patterns=extra_patterns)
+            return result.text, result.counts.items()
+
+        def scrub_nested(value):
+            return scrub_json(value, extra_patterns=extra_patterns)
+    else:
+        scrub_text, scrub_nested = memo.scrub, memo.scrub_json
     counts: Counter[str] = Counter()
 
     def clean(value: str) -> str:
-        result = scrub(value, extra_patterns=extra_patterns)
-        counts.update(result.counts)
-        return result.text
+        text, found = scrub_text(value)
+        for label, count in found:
+            counts[label] += count
+        return text
 
     for name in SCRUBBED_TEXT_FIELDS:
         value = getattr(record, name)
@@ -211,22 +267,30 @@ def scrub_record(record: ExportRecord, *, extra_patterns: Sequence[tuple[str, st
     record.messages = [{"role": m["role"], "content": clean(m["content"])} for m in record.messages]
     record.tags = [clean(tag) if isinstance(tag, str) else tag for tag in record.tags]
     if record.tool_calls is not None:
-        record.tool_calls, tool_counts = scrub_json(record.tool_calls, extra_patterns=extra_patterns)
+        record.tool_calls, tool_counts = scrub_nested(record.tool_calls)
         counts.update(tool_counts)
     if record.message_tools is not None:
-        record.message_tools, tool_counts = scrub_json(record.message_tools, extra_patterns=extra_patterns)
+        record.message_tools, tool_counts = scrub_nested(record.message_tools)
         counts.update(tool_counts)
     record.scrubbed = dict(counts)
     return record
 
 
-def record_from_row(row, *, label: Label | None, extra_patterns: Sequence[tuple[str, str]] = ()) -> ExportRecord:
+def record_from_row(
+    row,
+    *,
+    label: Label | None,
+    extra_patterns: Sequence[tuple[str, str]] = (),
+    confirmed_checks: Sequence[str] = (),
+    memo: ScrubMemo | None = None,
+) -> ExportRecord:
     """The record of one item row (a named tuple of ITEM_COLUMNS, maybe with the vector) and its latest label.
 
     Rows rather than model instances: building five model objects per item
     (item, source, assignment, category, embedding) cost more than the export itself.
+    `memo`: the export's scrub memo (made with `extra_patterns`), shared by all its records.
     """
-    context = row.context if isinstance(row.context, dict) else {}
+    context = row_context(row)
     messages, structured = conversation(context)
     output = context.get("output")
     tool_calls = context.get("tool_calls")
@@ -262,12 +326,13 @@ def record_from_row(row, *, label: Label | None, extra_patterns: Sequence[tuple[
         corrected_response=label.corrected_response if label else "",
         split=label.split if label else None,
         # What the item says, as the similarity index sees it.
-        text=row.embed_text or embed_text_for(row),
+        text=row.embed_text or embed_text_for(_TextSource(row, context), extra_patterns=extra_patterns),
         embedding_id=row.embedding_id,
         vector=None if raw_vector is None else np.frombuffer(raw_vector, dtype=np.float32),
         in_opposite_purpose=bool(getattr(row, OPPOSITE_COLUMN, False)),
         area=_assigned_area(row),
         area_id=_assigned_area_id(row),
         message_tools=message_tools(context) if structured else None,
+        confirmed_checks=list(confirmed_checks),
     )
-    return scrub_record(record, extra_patterns=extra_patterns)
+    return scrub_record(record, extra_patterns=extra_patterns, memo=memo)

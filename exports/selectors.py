@@ -23,6 +23,7 @@ from exports.models import (
 )
 from exports.member_states import text_hash
 from exports.records import (
+    CONTEXT_TEXT,
     ITEM_COLUMNS,
     OPPOSITE_COLUMN,
     VECTOR_COLUMN,
@@ -31,9 +32,11 @@ from exports.records import (
 )
 from exports.schemas import StoredFilters
 from feedback.models import FeedbackItem
+from feedback.scrubber import ScrubMemo
 from labeling.area_selectors import area_choices
-from labeling.models import Area, Assignment, Category, Label, Settlement
+from labeling.models import Area, Assignment, Category, DatasetPin, Label, Settlement
 from labeling.review_selectors import labels_disagree, settled_label, settlement_holds
+from rollouts.selectors import confirmed_checks_for
 
 # Rows per round trip of the server-side cursor: large enough to amortise the
 # per-chunk prefetch queries, small enough that memory stays flat.
@@ -108,12 +111,25 @@ def areas_followed(area_ids: list[int]) -> set[int]:
     return targets | {area_id for area_id in merged if final(area_id) in targets}
 
 
-def items_matching(*, filters: StoredFilters) -> QuerySet[FeedbackItem]:
+def items_matching(*, filters: StoredFilters, pinned_to: int | None = None) -> QuerySet[FeedbackItem]:
     """Items that may match: exact for item fields, a superset for label fields.
 
     Label fields are decided on an item's latest label, which a query cannot
     pick cheaply; record_passes() finishes the check on each streamed record.
+    `pinned_to`: a dataset id whose pinned items are taken whatever the filters say.
     """
+    items = _items_filtered(filters)
+    if pinned_to is None:
+        return items
+    return items | FeedbackItem.objects.filter(id__in=DatasetPin.objects.filter(dataset_id=pinned_to).values("item_id"))
+
+
+def pinned_item_ids(*, dataset_id: int) -> set[int]:
+    """Items a reviewer pinned to the dataset (a bulk action): its exports take them whatever the filters say."""
+    return set(DatasetPin.objects.filter(dataset_id=dataset_id).values_list("item_id", flat=True))
+
+
+def _items_filtered(filters: StoredFilters) -> QuerySet[FeedbackItem]:
     items = FeedbackItem.objects.all()
     if filters.rating == "up":
         items = items.filter(rating=1)
@@ -185,6 +201,7 @@ def items_for_export(items: QuerySet[FeedbackItem], *, with_vector: bool) -> Que
     columns = ITEM_COLUMNS + ((VECTOR_COLUMN,) if with_vector else ())
     if OPPOSITE_COLUMN in items.query.annotations:
         columns += (OPPOSITE_COLUMN,)
+    items = items.annotate(**{CONTEXT_TEXT: Cast("context", output_field=TextField())})
     return items.order_by("id").values_list(*columns, named=True)
 
 
@@ -230,6 +247,7 @@ def records_stream(
     extra_patterns: Sequence[tuple[str, str]] = (),
     chunk_size: int | None = None,
     disputed: list[int] | None = None,
+    memo: ScrubMemo | None = None,
 ) -> Iterator[list[ExportRecord]]:
     """Chunks of scrubbed records (`extra_patterns` on top of the built-in rules),
     read through a server-side cursor; never all items at once.
@@ -243,6 +261,8 @@ def records_stream(
     the held-out check and a version's rewrite need all their items.
     """
     chunk_size = chunk_size or CHUNK_SIZE
+    # One memo for the whole stream (the export passes its own, shared with its self-check).
+    memo = memo if memo is not None else ScrubMemo(extra_patterns)
     rows = items_for_export(items, with_vector=with_vector).iterator(chunk_size=chunk_size)
     while True:
         chunk = list(islice(rows, chunk_size))
@@ -252,7 +272,17 @@ def records_stream(
         if disputed is not None and contested:
             disputed.extend(row.id for row in chunk if row.id in contested)
             chunk = [row for row in chunk if row.id not in contested]
-        yield [record_from_row(row, label=labels.get(row.id), extra_patterns=extra_patterns) for row in chunk]
+        confirmed = confirmed_checks_for(item_ids=[row.id for row in chunk])
+        yield [
+            record_from_row(
+                row,
+                label=labels.get(row.id),
+                extra_patterns=extra_patterns,
+                confirmed_checks=confirmed.get(row.id, ()),
+                memo=memo,
+            )
+            for row in chunk
+        ]
 
 
 def in_versions_of(*, purpose: str | None = None, dataset: Dataset | None = None) -> Exists:

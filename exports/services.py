@@ -2,7 +2,6 @@
 
 import functools
 import hashlib
-import heapq
 import json
 import logging
 import os
@@ -12,7 +11,6 @@ import socket
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain, islice
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,7 +25,7 @@ from django.utils import timezone
 from exports import selectors
 from exports.card import card_text, manifest_build, manifest_bytes
 from exports.formats import (
-    JSON_IN_CSV,
+    COLUMNS,
     WRITERS,
     CsvWriter,
     JsonlWriter,
@@ -51,13 +49,15 @@ from exports.models import (
 )
 from exports.member_states import ROW_COLUMNS, MemberStates
 from exports.records import ExportRecord
+from exports.written import WrittenStrings
 from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn, StoredFilters
 from feedback import custom_patterns
 from feedback.models import FeedbackItem, Source
-from feedback.scrubber import find_unscrubbed_in
+from feedback.scrubber import ScrubMemo
 from feedback.text import EMBED_RECIPE
 from labeling.audit import audit_record
 from labeling.models import Area, Category
+from notifications import events as notification_events
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,10 @@ class ExportAlreadyRunning(Exception):
 
 class UnscrubbedOutput(Exception):
     """The files of a version still hold text the scrubber would replace."""
+
+
+class UnreadableOutput(Exception):
+    """A file of a version does not read back as its consumer would read it."""
 
 
 class HeldOutChanged(Exception):
@@ -506,6 +510,7 @@ def export_run_execute(*, run_id: int) -> DatasetVersion | None:
             heartbeat_at=timezone.now(),
             error=f"{type(exc).__name__}: {exc}"[:2000],
         )
+        notification_events.export_failed(run_id=run.id)
         raise
 
 
@@ -548,91 +553,68 @@ class _Counts:
         } | ({} if self.disputed_left_out is None else {"disputed_left_out": self.disputed_left_out})
 
 
-def _strings(value, into: list[str]) -> list[str]:
-    """Append every string value inside nested dicts and lists to `into` (keys are not scrubbed, so not checked).
+def _last_line(path: Path, size: int) -> bytes:
+    """The last line of a file (without its newline), read from the end in growing blocks."""
+    block = 1 << 16
+    with open(path, "rb") as handle:
+        while True:
+            start = max(0, size - 1 - block)
+            handle.seek(start)
+            tail = handle.read(size - 1 - start)
+            cut = tail.rfind(b"\n")
+            if cut >= 0 or start == 0:
+                return tail[cut + 1 :]
+            block *= 4
 
-    A loop over a stack rather than a call per value: this runs over every value of every written file.
+
+def _check_loadable(writers: list[Writer]) -> None:
+    """Read each closed file back as its consumer would, on a sample; UnreadableOutput if one fails.
+
+    Every file: on disk with exactly the bytes hashed while writing. JSONL:
+    ends in a newline, and its first and last lines are JSON objects. CSV:
+    the header names the columns and the first row has a cell for each.
+    Parquet: the footer opens, its schema and row count are the writer's, and
+    its last row group reads. The texts of every row were checked while they
+    were written (exports.written), so nothing here reads a whole file again.
     """
-    if isinstance(value, str):
-        into.append(value)
-        return into
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            node = node.values()
-        elif not isinstance(node, list | tuple):
-            continue
-        for item in node:
-            if isinstance(item, str):
-                into.append(item)
-            elif isinstance(item, dict | list | tuple):
-                stack.append(item)
-    return into
+    for writer in writers:
+        path = writer.path
+        size = path.stat().st_size
+        problem = ""
+        if size != writer.size:
+            problem = f"{size} bytes on disk, {writer.size} written"
+        elif isinstance(writer, JsonlWriter) and writer.rows:
+            with open(path, "rb") as handle:
+                first = handle.readline()
+                handle.seek(size - 1)
+                ends_in_newline = handle.read(1) == b"\n"
+            try:
+                loadable = all(isinstance(json.loads(line), dict) for line in (first, _last_line(path, size)))
+            except ValueError:
+                loadable = False
+            if not ends_in_newline or not loadable:
+                problem = "a line is not a JSON object"
+        elif isinstance(writer, CsvWriter):
+            with open(path, encoding="utf-8", newline="") as handle:
+                reader = csv_reader(handle)
+                header = next(reader, [])
+                first = next(reader, None) if writer.rows else None
+            if header != [name for name, _, _ in COLUMNS] or (writer.rows and (first is None or len(first) != len(header))):
+                problem = "the header or first row does not read back"
+        elif isinstance(writer, ParquetWriter):
+            parquet = pq.ParquetFile(path)
+            groups = parquet.metadata.num_row_groups
+            if parquet.metadata.num_rows != writer.rows or not parquet.schema_arrow.equals(writer.schema):
+                problem = f"{parquet.metadata.num_rows} rows or its schema differ from what was written"
+            elif groups and parquet.read_row_group(groups - 1).num_rows != parquet.metadata.row_group(groups - 1).num_rows:
+                problem = "its last row group does not read back"
+        if problem:
+            raise UnreadableOutput(f"{writer.file_name} does not read back: {problem}")
 
 
-def _json_or_text(text: str):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _written_strings(writer: Writer) -> Iterator[list[str]]:
-    """The texts in a written file, read back from disk, one list per row: JSON strings, CSV cells, parquet values."""
-    if isinstance(writer, JsonlWriter):
-        with open(writer.path, encoding="utf-8") as handle:
-            for line in handle:
-                yield _strings(json.loads(line), [])
-    elif isinstance(writer, CsvWriter):
-        with open(writer.path, encoding="utf-8", newline="") as handle:
-            # Its field limit raised: one message may be longer than csv's default limit of 131,072 characters.
-            reader = csv_reader(handle)
-            header = next(reader, [])
-            json_columns = {i for i, name in enumerate(header) if name in JSON_IN_CSV or name == "tool_calls"}
-            for row in reader:
-                texts: list[str] = []
-                for index, cell in enumerate(row):
-                    _strings(_json_or_text(cell) if index in json_columns and cell else cell, texts)
-                yield texts
-    elif isinstance(writer, ParquetWriter):
-        for batch in pq.ParquetFile(writer.path).iter_batches(batch_size=2000):
-            for row in batch.to_pylist():
-                texts = []
-                for name, value in row.items():
-                    _strings(_json_or_text(value) if name == "tool_calls" and value else value, texts)
-                yield texts
-
-
-# Rows read from one file before the file furthest behind gets its turn.
-_CHECK_CHUNK_ROWS = 16
-
-
-def _check_scrubbed(writers: list[Writer], *, extra_patterns: Sequence[tuple[str, str]]) -> None:
-    """Fail the version when any written text still holds something the scrubber would replace.
-
-    Every string of every file is read back and checked. The files are read
-    side by side, a few rows at a time from whichever has got least far, so
-    one item's texts (written into each format) come up close together and
-    the scrubber's cache answers all but the first of them; file after file,
-    a 100,000-item version would have pushed them out of the cache in between.
-    """
-    found: dict[str, set[str]] = {}
-    queue = [(0.0, index, _written_strings(writer)) for index, writer in enumerate(writers)]
-    rows_read = [0] * len(writers)
-    while queue:
-        _, index, rows = heapq.heappop(queue)
-        chunk = list(islice(rows, _CHECK_CHUNK_ROWS))
-        if not chunk:
-            continue  # this file is done
-        writer = writers[index]
-        for name in find_unscrubbed_in(chain.from_iterable(chunk), extra_patterns=extra_patterns):
-            found.setdefault(name, set()).add(writer.file_name)
-        rows_read[index] += len(chunk)
-        heapq.heappush(queue, (rows_read[index] / max(writer.rows, 1), index, rows))
-    if found:
-        details = "; ".join(f"{name} in {', '.join(sorted(files))}" for name, files in sorted(found.items()))
-        raise UnscrubbedOutput(f"the export files still hold unscrubbed text: {details}")
+def _merge_found(found: dict[str, set[str]], more: dict[str, set[str]]) -> None:
+    for name, files in more.items():
+        found.setdefault(name, set()).update(files)
 
 
 def _write_folder(
@@ -643,23 +625,39 @@ def _write_folder(
     held_out: Callable[[], dict],
     extra_patterns: Sequence[tuple[str, str]],
     counts: _Counts | None = None,
+    memo: ScrubMemo | None = None,
 ) -> Written:
     """Every file of a version into `folder`: data files, README.md, then manifest.json.
 
     `extra_patterns` are the custom scrub patterns the records were scrubbed
-    with; the self-check looks for them too.
+    with; the self-check looks for them too. It checks every string of every
+    row as the row is written (exports.written), each distinct text once per
+    export (`memo`, the records' scrub memo when given: a text they were
+    scrubbed to unchanged is known clean), and fails the version with
+    UnscrubbedOutput naming each pattern and the files holding it. Then each
+    file is read back on a sample (_check_loadable).
     """
     writers: list[Writer] = [WRITERS[name](folder) for name in meta["formats"]]
     counts = _Counts() if counts is None else counts
+    memo = memo if memo is not None else ScrubMemo(extra_patterns)
+    sink = WrittenStrings(memo)
+    for writer in writers:
+        writer.sink = sink
+    found = sink.found
     try:
         for records in batches:
             counts.add(records)
             for writer in writers:
                 writer.write(records)
+            _merge_found(found, sink.check(memo))
     finally:
         for writer in writers:
             writer.close()
-    _check_scrubbed(writers, extra_patterns=extra_patterns)
+    _merge_found(found, sink.check(memo))  # rows written at close: pairs across items
+    if found:
+        details = "; ".join(f"{name} in {', '.join(sorted(files))}" for name, files in sorted(found.items()))
+        raise UnscrubbedOutput(f"the export files still hold unscrubbed text: {details}")
+    _check_loadable(writers)
     files = [
         {
             "name": writer.file_name,
@@ -756,6 +754,7 @@ def _held_out_guard(
     seed_earlier: bool,
     extra_patterns: Sequence[tuple[str, str]],
     heartbeat: Callable[[], None],
+    memo: ScrubMemo | None = None,
 ) -> tuple[TrainGuard | EvalDeduplicator, bool, dict]:
     """What decides which matching items stay out, whether it needs vectors, and what it checks against.
 
@@ -767,7 +766,9 @@ def _held_out_guard(
     if purpose == Purpose.TRAIN:
         eval_items = selectors.eval_member_items()
         guard = TrainGuard(
-            eval_records=selectors.records_stream(eval_items, with_vector=True, extra_patterns=extra_patterns),
+            eval_records=selectors.records_stream(
+                eval_items, with_vector=True, extra_patterns=extra_patterns, memo=memo
+            ),
             outdated_ids=set(eval_items.exclude(embed_recipe=EMBED_RECIPE).values_list("id", flat=True)),
             threshold=threshold,
             extra_patterns=extra_patterns,
@@ -828,17 +829,21 @@ def _export(run: ExportRun) -> DatasetVersion:
     try:
         _run_update(run, stage="checking held-out items", progress=0.01)
         threshold = similarity_threshold()
-        items = selectors.items_matching(filters=filters)
+        items = selectors.items_matching(filters=filters, pinned_to=dataset.id)
+        pinned = selectors.pinned_item_ids(dataset_id=dataset.id)
         if incremental:
             items = items.exclude(selectors.in_versions_of(dataset=dataset))
         # Read before the guard: the eval items are scrubbed and keyed with the same patterns as these.
         extra_patterns = custom_patterns.all_sources(fresh=True)
+        # One scrub memo for the export: its items, the eval items it checks against, and its self-check.
+        memo = ScrubMemo(extra_patterns)
         guard, with_vector, checked = _held_out_guard(
             dataset=dataset,
             purpose=purpose,
             threshold=threshold,
             seed_earlier=incremental and previous is not None,
             extra_patterns=extra_patterns,
+            memo=memo,
             heartbeat=lambda: _run_update(run, stage="embedding eval items for the held-out check"),
         )
         total = items.count()
@@ -855,11 +860,15 @@ def _export(run: ExportRun) -> DatasetVersion:
         def batches() -> Iterator[list[ExportRecord]]:
             seen = 0
             for records in selectors.records_stream(
-                items, with_vector=with_vector, extra_patterns=extra_patterns, disputed=disputed
+                items, with_vector=with_vector, extra_patterns=extra_patterns, disputed=disputed, memo=memo
             ):
                 seen += len(records)
                 kept = guard.keep(
-                    [r for r in records if selectors.record_passes(r, filters, category_ids=category_ids)]
+                    [
+                        r
+                        for r in records
+                        if r.id in pinned or selectors.record_passes(r, filters, category_ids=category_ids)
+                    ]
                 )
                 member_states.add(kept)
                 yield kept
@@ -874,6 +883,7 @@ def _export(run: ExportRun) -> DatasetVersion:
             held_out=lambda: held_out_summary(held=guard.held, threshold=threshold, checked_against=checked),
             extra_patterns=extra_patterns,
             counts=counts,
+            memo=memo,
         )
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -1001,6 +1011,7 @@ def _version_commit(
             )
             if not finished:
                 raise RuntimeError("the run was taken over or reset while it was writing")
+            notification_events.export_version_made(version=version, run=run)
             os.rename(temporary, target)
             renamed = True
             _fsync(target.parent)
@@ -1043,12 +1054,14 @@ def dataset_version_write(*, version: DatasetVersion, folder: Path) -> Written:
     # Today's scrub patterns: a pattern added since the version was written
     # makes the rewrite differ, which is the cue to export again.
     extra_patterns = custom_patterns.all_sources(fresh=True)
+    memo = ScrubMemo(extra_patterns)
     return _write_folder(
         folder=folder,
         meta=meta,
-        batches=selectors.records_stream(items, with_vector=False, extra_patterns=extra_patterns),
+        batches=selectors.records_stream(items, with_vector=False, extra_patterns=extra_patterns, memo=memo),
         held_out=lambda: version.held_out,
         extra_patterns=extra_patterns,
+        memo=memo,
         # As recorded: the rewrite of a version must reproduce its manifest byte for byte.
         counts=_Counts(disputed_left_out=version.counts.get("disputed_left_out")),
     )

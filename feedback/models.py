@@ -72,6 +72,7 @@ class ApiToken(models.Model):
         REPORTS = "reports", "File dogfooding reports"
         DATASETS = "datasets", "Define datasets, run exports and download versions (every source's items)"
         COMPARE = "compare", "Read model-version comparisons"
+        REVIEW = "review", "Bulk actions on the source's own items (move, pin, queue) and their undo"
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True, default="")
@@ -177,3 +178,69 @@ class FeedbackItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.external_id}"
+
+
+class ImportRun(models.Model):
+    """One file of past signals being imported, its progress and its report.
+
+    The file is read in steps (feedback.import_services): each step claims the
+    run for a while, goes on from `records_done` and saves the counts when it
+    stops, so a step whose worker died is taken up by the next one without
+    storing anything twice (identity is (source, external_id), as for webhooks).
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="import_runs")
+    file_name = models.CharField(max_length=255, help_text="The name the file had when it was given.")
+    # Where the stored file is read from; emptied once the run ends and the file is removed.
+    path = models.CharField(max_length=1000, blank=True, default="")
+    format = models.CharField(max_length=20)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    made_by = models.CharField(max_length=200, blank=True, default="")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Progress in the file's own unit: bytes for text files, rows for parquet.
+    progress_done = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(default=0)
+    # Records (lines, rows) read and settled: where the next step goes on from.
+    records_done = models.BigIntegerField(default=0)
+    stored = models.BigIntegerField(default=0)
+    duplicates = models.BigIntegerField(default=0)
+    refused = models.BigIntegerField(default=0)
+    # Scores or feedback of other names than the ones asked for (Langfuse, LangSmith).
+    skipped = models.BigIntegerField(default=0)
+    # The first refusals: [{"line", "id", "field", "reason"}], at most REFUSALS_KEPT of them.
+    refusals = models.JSONField(default=list, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    REFUSALS_KEPT = 1000
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import #{self.pk} of {self.file_name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        if not self.progress_total:
+            return 0
+        return min(100, int(100 * self.progress_done / self.progress_total))

@@ -56,6 +56,7 @@ import ahocorasick
 __all__ = [
     "PATTERNS",
     "Pattern",
+    "ScrubMemo",
     "ScrubResult",
     "find_unscrubbed",
     "find_unscrubbed_in",
@@ -1076,3 +1077,111 @@ def scrub_json(value: Any, *, extra_patterns: Sequence[tuple[str, str]] = ()) ->
         return node
 
     return walk(value), counts
+
+
+class ScrubMemo:
+    """`scrub`, `scrub_json` and `find_unscrubbed` for one long job (an export), each distinct text worked once.
+
+    An export scrubs every string of every item and then checks every string
+    it writes; most of them recur (roles, prompts, tool names, tool results,
+    the same text in every format). The module's LRU caches bound what they
+    keep per text and cost a call chain per lookup; this memo is a plain dict
+    per job, so a repeat costs one lookup. Results are the module functions'
+    own: `scrub(t)` is `_scrub_text(t)`, `find_unscrubbed(t)` the rows `_find(t)`
+    names. A text in which `scrub` found nothing is recorded as clean, which is
+    exactly what `find_unscrubbed` computes for it (the same `_find` call), so
+    the export's check of that text costs nothing more.
+
+    Memory is bounded: texts over `text_limit` characters are worked but not
+    kept, and the memo starts afresh once its texts and entries would take
+    about `size_limit` bytes (each entry costs its characters plus about 200
+    bytes of dict slot, string header and result). A 100,000-item export holds
+    about two million distinct short texts, so the bound, not the data, sets
+    the memory.
+    """
+
+    # Bytes an entry costs beyond its characters: the dict slot, the str header, the result tuple.
+    ENTRY_BYTES = 200
+
+    def __init__(
+        self,
+        extra_patterns: Sequence[tuple[str, str]] = (),
+        *,
+        text_limit: int = 8192,
+        size_limit: int = 8_000_000,
+    ) -> None:
+        self.extra_patterns = tuple(_extra_key(extra_patterns))
+        self._custom = _custom_rows(self.extra_patterns)  # a bad custom regex fails here
+        self._text_limit = text_limit
+        self._size_limit = size_limit
+        self._size = 0
+        # text -> the names of the rows that would replace something in it (() when clean).
+        self._names: dict[str, tuple[str, ...]] = {}
+        # text -> (scrubbed, counts) for the texts that scrubbing changes.
+        self._scrubbed: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+
+    def _keep(self, text: str) -> bool:
+        if len(text) > self._text_limit:
+            return False
+        cost = len(text) + self.ENTRY_BYTES
+        self._size += cost
+        if self._size > self._size_limit:
+            self._names.clear()
+            self._scrubbed.clear()
+            self._size = cost
+        return True
+
+    def scrub(self, text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+        """`scrub(text)` as (text, counts as (label, n) pairs)."""
+        if self._names.get(text) == ():
+            return text, ()
+        hit = self._scrubbed.get(text)
+        if hit is not None:
+            return hit
+        if not isinstance(text, str):
+            raise TypeError(f"scrub() takes a str, not {type(text).__name__}")
+        result = _scrub_text(text, self._custom)
+        if self._keep(text):
+            if result[1]:
+                self._scrubbed[text] = result
+            else:
+                # Nothing replaced: the first _find found nothing, which is find_unscrubbed's answer too.
+                self._names[text] = ()
+        return result
+
+    def unscrubbed(self, text: str) -> tuple[str, ...]:
+        """`find_unscrubbed(text)` as a tuple of row names."""
+        names = self._names.get(text)
+        if names is None:
+            if not isinstance(text, str):
+                raise TypeError(f"find_unscrubbed() takes a str, not {type(text).__name__}")
+            names = _unscrubbed_names(text, self._custom)
+            if self._keep(text):
+                self._names[text] = names
+        return names
+
+    def scrub_json(self, value: Any) -> tuple[Any, Counter[str]]:
+        """`scrub_json(value)` through this memo: the same value and counts."""
+        counts: Counter[str] = Counter()
+        scrub_text = self.scrub
+
+        def walk(node: Any, key: Any = None) -> Any:
+            if isinstance(node, str):
+                text, found = scrub_text(node)
+                if not found and key is not None:
+                    row = _secret_for_key(key, node)
+                    if row is not None and not _PLACEHOLDER.search(node):
+                        counts[row.label] += 1
+                        return row.placeholder
+                for label, count in found:
+                    counts[label] += count
+                return text
+            if isinstance(node, dict):
+                return {k: walk(v, k) for k, v in node.items()}
+            if isinstance(node, list):
+                return [walk(v) for v in node]
+            if isinstance(node, tuple):
+                return tuple(walk(v) for v in node)
+            return node
+
+        return walk(value), counts

@@ -4,13 +4,15 @@ import logging
 
 from celery import current_app, shared_task
 
-from feedback import services
+from feedback import import_services, services
 
 logger = logging.getLogger(__name__)
 
 # Assignment to categories lives in the labeling app, which builds on this one;
 # feedback names the task instead of importing it so data flows one way.
 ASSIGN_TASK = "labeling.tasks.assign_items"
+# The rollout checks read the same batch's tool calls, beside scrubbing and embedding (rollouts app).
+CHECK_TASK = "rollouts.tasks.check_items"
 
 
 @shared_task(bind=True, max_retries=3)
@@ -35,6 +37,9 @@ def embed_items(self, item_ids: list[int]) -> int:
         assign_task = current_app.tasks.get(ASSIGN_TASK)
         if assign_task is not None:
             assign_task.delay(embedded_ids)
+    check_task = current_app.tasks.get(CHECK_TASK)
+    if check_task is not None:
+        check_task.delay(item_ids)  # the whole batch: an item with no words can still have tool calls
     return len(embedded_ids)
 
 
@@ -48,3 +53,22 @@ def sweep_unprocessed() -> int:
 def reembed_items() -> int:
     """Re-embed one batch of items embedded under an older text recipe (queue ``embed``)."""
     return services.items_reembed(limit=2000)
+
+
+# A step reads for about a minute, far inside the task time limits; the next
+# step is queued as a new task, so a long file never holds one worker slot for hours.
+IMPORT_STEP_SECONDS = 60
+
+
+@shared_task
+def import_file(run_id: int) -> int:
+    """One step of an import run.
+
+    Steps: claim the run (stop quietly if another step holds it or it
+    ended); read on from its checkpoint for up to a minute, storing batches;
+    queue the next step if the file is not finished.
+    """
+    report = import_services.import_run_step(run_id=run_id, budget_seconds=IMPORT_STEP_SECONDS)
+    if report.more:
+        import_file.apply_async(args=[run_id])
+    return report.stored

@@ -9,6 +9,7 @@ cores), which is exact and needs no extra service.
 
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -101,6 +102,66 @@ class VectorIndex:
             if len(found) >= k:
                 break
         return found[:k]
+
+    def similarities(self, query: np.ndarray) -> np.ndarray:
+        """The cosine of every row to a normalised query vector: one matrix-vector product."""
+        return self._matrix @ query.astype(np.float32)
+
+    def nearest_in_rounds(
+        self, similarities: np.ndarray, *, sizes: tuple[int, ...], exclude_item: int | None = None
+    ) -> Iterator[list[Neighbour]]:
+        """The nearest items in widening rounds: each round yields the items its
+        larger cut adds (about `size` items in all), best first.
+
+        A caller that filters the items stops as soon as enough passed,
+        so a filter most items meet costs one small round, and the product is
+        computed once for all rounds.
+        """
+        taken = 0
+        # Rows already yielded: with equal similarities at a cut, two cuts
+        # need not agree on which of them fell inside.
+        yielded = np.zeros(len(similarities), dtype=bool)
+        for size in sizes:
+            if taken >= len(similarities):
+                return
+            # Rows hold several items (equal texts) or none: a few more rows
+            # than items wanted, as in `search`.
+            take = min(len(similarities), size + 16)
+            rows = np.argpartition(-similarities, take - 1)[:take] if take < len(similarities) else np.arange(take)
+            rows = rows[~yielded[rows]]
+            rows = rows[np.argsort(-similarities[rows], kind="stable")]
+            yielded[rows] = True
+            taken = take
+            found = [
+                Neighbour(item_id, float(similarities[row]))
+                for row in rows.tolist()
+                for item_id in sorted(self._items_by_row.get(row, ()))
+                if item_id != exclude_item
+            ]
+            yield found
+
+    def nearest_among(
+        self, similarities: np.ndarray, *, item_ids: Iterable[int], k: int, exclude_item: int | None = None
+    ) -> list[Neighbour]:
+        """The k of the given items nearest to the query the similarities came from, best first.
+
+        For a selective filter: the items that pass it are few, and scoring
+        only them is cheaper than widening the rounds until enough pass.
+        """
+        row_of_item = self._row_of_item
+        pairs = [(item_id, row_of_item.get(item_id)) for item_id in item_ids if item_id != exclude_item]
+        # A refresh since the product may have added rows it does not cover.
+        pairs = [(item_id, row) for item_id, row in pairs if row is not None and row < len(similarities)]
+        if not pairs or k <= 0:
+            return []
+        ids = np.fromiter((item_id for item_id, _ in pairs), dtype=np.int64, count=len(pairs))
+        scores = similarities[np.fromiter((row for _, row in pairs), dtype=np.int64, count=len(pairs))]
+        if len(scores) > k:
+            keep = np.argpartition(-scores, k - 1)[:k]
+            ids, scores = ids[keep], scores[keep]
+        # Best first; equal similarity (equal texts) by id, as `search` orders them.
+        order = np.lexsort((ids, -scores))
+        return [Neighbour(int(ids[i]), float(scores[i])) for i in order.tolist()]
 
 
 _index = VectorIndex()

@@ -180,3 +180,9 @@ def compare_versions(
         response["Content-Disposition"] = f'attachment; filename="{safe}"'
         return response
     return compare.comparison_json(comparison)
+
+
+# The bulk actions have their own module and tag; they are served under the same /v1 prefix.
+from labeling.api_bulk import router as bulk_router  # noqa: E402
+
+router.add_router("", bulk_router)

@@ -134,6 +134,11 @@ def category_list_page(
         category.down_share = 100 * category.thumbs_down / total_down if total_down else None
         # Growth against an empty previous week has no meaningful percentage.
         category.growth_pct = 100 * category.growth / category.previous if category.previous else None
+    # The share bars are drawn against the largest share on the page: on a 0-100% scale a
+    # category with 4% of all thumbs-down, which is a lot among fifty, looks empty.
+    page.share_max = max((c.down_share for c in page.object_list if c.down_share), default=None)
+    for category in page.object_list:
+        category.down_share_max = page.share_max or 100
     return page
 
 

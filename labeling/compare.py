@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from urllib.parse import urlencode
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -294,6 +294,48 @@ def compare_params_parse(
     return CompareParams(a=side_a, b=side_b, date_from=start, date_to=end, bucket=bucket)
 
 
+@dataclass(frozen=True)
+class DataWindow:
+    """The days a comparison covers when no dates are given: where both sides have ratings."""
+
+    date_from: date
+    date_to: date
+    # False when the two sides never had ratings on the same days: the window then spans both.
+    overlap: bool
+
+
+def data_window(*, a: str, b: str) -> DataWindow | None:
+    """From the later first rating of the two sides to the earlier last one, in local days; one query.
+
+    None when a side is unknown or has no ratings (the usual default and the page's
+    errors take over). Sides that never overlap get the span of both, marked so.
+    """
+    a, b = a.strip(), b.strip()
+    if not a or not b or a == b:
+        return None
+    known = _known_pairs([a, b])
+    try:
+        sides = {"a": _resolve_side(a, known=known, field="a"), "b": _resolve_side(b, known=known, field="b")}
+    except CompareError:
+        return None
+    bounds = {}
+    for key, side in sides.items():
+        condition = Q(model_version=side.version)
+        if side.variant:
+            condition &= Q(variant=side.variant)
+        bounds[f"{key}_first"] = Min("occurred_at", filter=condition)
+        bounds[f"{key}_last"] = Max("occurred_at", filter=condition)
+    found = FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, rating__in=(1, -1)).aggregate(**bounds)
+    if any(value is None for value in found.values()):
+        return None
+    # Clamped to the days any comparison covers, however odd a product's clock was.
+    day = {key: min(max(timezone.localdate(value), EARLIEST_DATE), LATEST_DATE) for key, value in found.items()}
+    start, end = max(day["a_first"], day["b_first"]), min(day["a_last"], day["b_last"])
+    if start <= end:
+        return DataWindow(date_from=start, date_to=end, overlap=True)
+    return DataWindow(date_from=min(day["a_first"], day["b_first"]), date_to=max(day["a_last"], day["b_last"]), overlap=False)
+
+
 # --- Reading the counts ------------------------------------------------------------------
 
 
@@ -436,6 +478,15 @@ class _RateRow:
         return format_p(self.p_adjusted if self.tested else self.p_value)
 
     @property
+    def flag_p_display(self) -> str:
+        """The p shown beside the flag: Holm-adjusted when tested, else the unadjusted one, named as such."""
+        if self.tested:
+            return f"adj. p {format_p(self.p_adjusted)}"
+        if self.p_value is None:
+            return ""
+        return f"p {format_p(self.p_value)} unadjusted"
+
+    @property
     def direction(self) -> str:
         """'worse' (more thumbs-down on b), 'better', or '' when the rates are equal or unknown."""
         if not self.difference:
@@ -481,6 +532,16 @@ class AreaRow(_RateRow):
     def category_ids(self) -> list[int]:
         return [row.category_id for row in self.categories]
 
+    @property
+    def categories_ranked(self) -> list[CategoryRow]:
+        """Its tested categories, most significant first (what the page lists under the area)."""
+        return sorted((row for row in self.categories if row.tested), key=significance_order)
+
+    @property
+    def categories_untested(self) -> list[CategoryRow]:
+        """Its categories with too few thumbs-down to test: folded under one line on the page."""
+        return sorted((row for row in self.categories if not row.tested), key=significance_order)
+
 
 @dataclass
 class Comparison:
@@ -522,6 +583,27 @@ class Comparison:
     @property
     def improvements_count(self) -> int:
         return len(self.area_improvements) + len(self.improvements)
+
+    @property
+    def areas_ranked(self) -> list[AreaRow]:
+        """The tested areas, most significant first: the page's first level."""
+        return sorted((row for row in self.areas if row.tested), key=significance_order)
+
+    @property
+    def areas_untested(self) -> list[AreaRow]:
+        return sorted((row for row in self.areas if not row.tested), key=significance_order)
+
+    @property
+    def outside_ranked(self) -> list[CategoryRow]:
+        return sorted((row for row in self.outside_areas if row.tested), key=significance_order)
+
+    @property
+    def outside_untested(self) -> list[CategoryRow]:
+        return sorted((row for row in self.outside_areas if not row.tested), key=significance_order)
+
+    @property
+    def untested_categories(self) -> int:
+        return sum(not row.tested for row in self.categories)
 
     @property
     def outside_areas(self) -> list[CategoryRow]:
@@ -738,6 +820,13 @@ def _holm_flag(rows: Sequence[_RateRow]) -> int:
         row.p_adjusted = adjusted
         row.significant = adjusted < ALPHA
     return len(tested)
+
+
+def significance_order(row: _RateRow) -> tuple:
+    """The page's order: tested rows first by Holm-adjusted p (so every flag comes first), then the
+    largest change; untested ones by their unadjusted p. Ties by name, then id, for a stable page."""
+    p = row.p_adjusted if row.tested else row.p_value
+    return (not row.tested, 1.0 if p is None else p, -abs(row.difference or 0.0), row.name.lower(), row.row_id)
 
 
 def _table_order(row: _RateRow) -> tuple:
@@ -1034,9 +1123,12 @@ def chart_data(comparison: Comparison) -> dict:
                 "is_new": row.is_new,
                 "url": row.items_b_url,
             }
+            # Only what was tested: a row too small to test is a grey bar that says nothing. The
+            # table keeps those, folded.
             for row in comparison.categories
-            if row.difference is not None
+            if row.difference is not None and row.tested
         ],
+        "untested": sum(not row.tested for row in comparison.categories if row.difference is not None),
         "series": comparison.series,
     }
 

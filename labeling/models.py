@@ -259,3 +259,59 @@ class SavedComparison(models.Model):
     @property
     def b_spec(self) -> str:
         return f"{self.b_version}:{self.b_variant}" if self.b_variant else self.b_version
+
+
+class BulkAction(models.Model):
+    """One change made to many items at once, and what undoing it needs.
+
+    The audit trail holds one event per bulk action (`audit_event`); the
+    values each item had before are kept here, column-wise in `undo`, so the
+    history can put them back.
+    """
+
+    class Kind(models.TextChoices):
+        MOVE = "move", "Moved to a category"
+        VERDICT = "verdict", "Set the verdict"
+        TAGS_ADD = "tags_add", "Added tags"
+        TAGS_REMOVE = "tags_remove", "Removed tags"
+        SPLIT = "split", "Set the intended split"
+        PIN = "pin", "Pinned to a dataset"
+        QUEUE = "queue", "Sent to double review"
+        MERGE = "merge", "Merged a category"
+
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Who, as the history says it: a username, or "api token fbk_abc… (source)".
+    made_by = models.CharField(max_length=200, blank=True, default="")
+    # Where it was started ("search", "category:12", "area:3", "api"): that page lists it.
+    origin = models.CharField(max_length=40, blank=True, default="", db_index=True)
+    params = models.JSONField(default=dict, blank=True)
+    summary = models.CharField(max_length=300, blank=True, default="")
+    item_count = models.PositiveIntegerField(default=0)
+    undo = models.JSONField(default=dict, blank=True)
+    # The category and area it concerns, so their pages show it.
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    area = models.ForeignKey(Area, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    audit_event = models.OneToOneField(
+        AuditEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="bulk_action"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class DatasetPin(models.Model):
+    """An item pinned to a dataset: the dataset's exports take it whatever its filters say."""
+
+    # A plain id: datasets belong to the exports app, which reads labeling, never the reverse.
+    dataset_id = models.BigIntegerField(db_index=True)
+    item = models.ForeignKey(FeedbackItem, on_delete=models.CASCADE, related_name="dataset_pins")
+    pinned_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    bulk_action = models.ForeignKey(BulkAction, null=True, blank=True, on_delete=models.SET_NULL, related_name="pins")
+    pinned_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset_id", "item"], name="dataset_pin_unique")]

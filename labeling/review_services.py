@@ -52,6 +52,14 @@ class LabelSaved:
     # field -> (before, after), only what this save changed
     changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     assignment_moved: bool = False
+    # What undo needs to put things back as they were: plain JSON, kept in the session.
+    undo: dict[str, Any] = field(default_factory=dict)
+
+
+# A save can be undone for this long; the page offers it for UNDO_SHOWN_SECONDS, and the
+# server allows a little more so a click in the last second is not lost on a slow link.
+UNDO_SHOWN_SECONDS = 10
+UNDO_SECONDS = 30
 
 
 # --- Labels -------------------------------------------------------------------------
@@ -86,12 +94,16 @@ def label_save(
     hint: str = "",
     corrected_response: str = "",
     split: str = Label.Split.NONE,
+    queue: str = "",
 ) -> LabelSaved:
     """Create or update the reviewer's label on an item; LabelRefused if a rule is broken.
 
     A failure with a category also moves the item's assignment to that
     category as the reviewer's decision, which cluster runs never undo. The
     reviewer's lock on the item is released, and the change is audited.
+    `queue`: the key of the review queue the label was given in; the audit
+    event keeps it, so the queue's progress still counts an item the label
+    moved out of it.
     """
     if verdict not in Label.Verdict.values:
         raise LabelRefused(f"unknown verdict {verdict!r}", field="verdict")
@@ -115,6 +127,8 @@ def label_save(
         label = Label.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
         created = label is None
         before = _label_values(label)
+        assignment_before = _assignment_values(item)
+        status_before = FeedbackItem.objects.filter(id=item.id).values_list("status", flat=True).first()
         if label is None:
             label = Label(item=item, reviewer=reviewer, created_at=now)
         label.verdict = verdict
@@ -142,8 +156,107 @@ def label_save(
             }
             if moved_from is not None:
                 details["assignment"] = f"{moved_from} → {_category_text(category)}"
+            if queue:
+                details["queue"] = queue
             audit_record(actor=reviewer, action="labelled", item=item, details=details)
-    return LabelSaved(label=label, created=created, changes=changes, assignment_moved=moved_from is not None)
+    undo = {}
+    if created or changes or moved_from is not None:
+        undo = {
+            "item": item.id,
+            "label": label.id,
+            "label_updated_at": label.updated_at.isoformat(),
+            "saved_at": now.isoformat(),
+            "label_before": None if created else before,
+            "assignment_before": assignment_before if moved_from is not None else "unchanged",
+            "status_before": status_before,
+            "queue": queue,
+        }
+    return LabelSaved(
+        label=label, created=created, changes=changes, assignment_moved=moved_from is not None, undo=undo
+    )
+
+
+def _assignment_values(item: FeedbackItem) -> dict[str, Any] | None:
+    row = (
+        Assignment.objects.filter(item=item)
+        .values("category_id", "area_id", "confidence", "assigned_by", "reviewer_id", "run_id")
+        .first()
+    )
+    return dict(row) if row else None
+
+
+def label_undo(*, reviewer, undo: dict[str, Any], now: datetime | None = None) -> Label | None:
+    """Put an item back as it was before the reviewer's last save; the restored label, or None if it was new.
+
+    `undo` is LabelSaved.undo. Refused (LabelRefused) once UNDO_SECONDS have
+    passed, or when the label or the assignment changed since the save (by
+    another save, another reviewer or a merge): undo never overwrites a
+    decision it did not make. Audited.
+    """
+    now = now or timezone.now()
+    try:
+        saved_at = datetime.fromisoformat(undo["saved_at"])
+        item_id, label_id = int(undo["item"]), int(undo["label"])
+    except (KeyError, TypeError, ValueError):
+        raise LabelRefused("there is nothing to undo") from None
+    if now - saved_at > timedelta(seconds=UNDO_SECONDS):
+        raise LabelRefused(f"undo is only possible for {UNDO_SECONDS} seconds after a save")
+    with transaction.atomic():
+        label = Label.objects.select_for_update().filter(id=label_id, item_id=item_id, reviewer=reviewer).first()
+        if label is None or label.updated_at.isoformat() != undo["label_updated_at"]:
+            raise LabelRefused("the label changed since that save, so it was not undone")
+        item = FeedbackItem.objects.select_for_update().get(id=item_id)
+        assignment_before = undo.get("assignment_before", "unchanged")
+        if assignment_before != "unchanged":
+            assignment = Assignment.objects.select_for_update(of=("self",)).filter(item=item).first()
+            made_by_save = (
+                assignment is not None
+                and assignment.assigned_by == Assignment.By.REVIEWER
+                and assignment.reviewer_id == reviewer.id
+                and assignment.category_id == label.category_id
+            )
+            if not made_by_save:
+                raise LabelRefused("the item's category changed since that save, so it was not undone")
+            _assignment_restore(item=item, assignment=assignment, values=assignment_before, now=now)
+            status_before = undo.get("status_before")
+            if status_before and status_before != item.status and item.status == FeedbackItem.Status.ASSIGNED:
+                FeedbackItem.objects.filter(id=item.id).update(status=status_before, status_changed_at=now)
+        before = undo.get("label_before")
+        restored = None
+        if before is None:
+            label.delete()
+        else:
+            for name, value in before.items():
+                setattr(label, name, value)
+            label.updated_at = now
+            label.save()
+            restored = label
+        audit_record(
+            actor=reviewer,
+            action="undid label",
+            item=item,
+            details={"label": "removed (it was new)" if before is None else "restored as before the save"},
+        )
+    return restored
+
+
+def _assignment_restore(*, item: FeedbackItem, assignment: Assignment, values: dict | None, now: datetime) -> None:
+    """Give the item back the assignment it had, keeping the category sizes in step."""
+    moved_to = assignment.category_id
+    if values is None:
+        assignment.delete()
+        back_to = None
+    else:
+        for name, value in values.items():
+            setattr(assignment, name, value)
+        assignment.updated_at = now
+        assignment.save()
+        back_to = values.get("category_id")
+    if moved_to != back_to:
+        if moved_to is not None:
+            Category.objects.filter(id=moved_to, size__gt=0).update(size=F("size") - 1)
+        if back_to is not None:
+            Category.objects.filter(id=back_to).update(size=F("size") + 1)
 
 
 def _assignment_move(*, item: FeedbackItem, reviewer, category: Category, now: datetime) -> str | None:

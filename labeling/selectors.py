@@ -156,6 +156,8 @@ class SearchFilters:
     review: str = ""
     date_from: date | None = None
     date_to: date | None = None
+    # A rollout check's name (rollouts.checks), or "any": items it flagged, unless a reviewer dismissed the flag.
+    flag: str = ""
 
 
 def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackItem]:
@@ -230,6 +232,10 @@ def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackIte
         items = items.filter(occurred_at__date__gte=filters.date_from)
     if filters.date_to:
         items = items.filter(occurred_at__date__lte=filters.date_to)
+    if filters.flag:
+        from rollouts.selectors import items_with_flag  # rollouts builds on labeling: imported where used
+
+        items = items.filter(items_with_flag(check_name=filters.flag))
     return items.order_by("-occurred_at", "-id")
 
 

@@ -16,6 +16,7 @@ from feedback.text import EMBED_RECIPE
 from labeling import clustering
 from labeling.audit import audit_record
 from labeling.models import Area, Assignment, Category, ClusterRun
+from notifications import events as notification_events
 
 logger = logging.getLogger(__name__)
 
@@ -212,6 +213,7 @@ def _cluster_run_body(run: ClusterRun) -> None:
             "unassigned_share": round(float((labels < 0).mean()), 4) if len(labels) else None,
         },
     )
+    notification_events.cluster_run_done(run_id=run.id)
 
 
 class _Plan:

@@ -4,6 +4,7 @@ from django.urls import path
 
 from labeling import views
 from labeling.views_areas import urlpatterns as area_urls
+from labeling.views_bulk import urlpatterns as bulk_urls
 from labeling.views_categories import urlpatterns as category_urls
 from labeling.views_compare import urlpatterns as compare_urls
 from labeling.views_review import urlpatterns as review_urls
@@ -15,4 +16,5 @@ urlpatterns = [
     *area_urls,
     *review_urls,
     *compare_urls,
+    *bulk_urls,
 ]

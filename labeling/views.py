@@ -7,10 +7,11 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from labeling import area_selectors, selectors
+from labeling import area_selectors, meaning, selectors
 from labeling.compare import pinned_regressions
 from labeling.permissions import is_reviewer, reviewer_required
 from labeling.search_form import SearchForm
+from labeling.views_bulk import bulk_panel_for
 
 
 @login_required
@@ -34,7 +35,15 @@ def overview(request: HttpRequest) -> HttpResponse:
 def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET or None)
     page = None
-    if form.is_bound and form.is_valid():
+    by_meaning = None
+    if form.is_bound and form.is_valid() and form.by_meaning():
+        by_meaning = meaning.items_by_meaning(
+            filters=form.filters(), text=form.cleaned_data["q"], like_item_id=form.like_item_id(), viewer=request.user
+        )
+        if by_meaning.error:
+            form.add_error("like" if form.like_item_id() else "q", by_meaning.error)
+        items = by_meaning.ranking
+    elif form.is_bound and form.is_valid():
         items = selectors.items_search(filters=form.filters(), viewer=request.user)
     elif not form.is_bound:
         items = selectors.items_search(filters=selectors.SearchFilters(), viewer=request.user)
@@ -48,5 +57,10 @@ def search(request: HttpRequest) -> HttpResponse:
         "page": page,
         "query": urlencode(query),
         "choices": selectors.search_choices(),
+        "bulk": bulk_panel_for(request, scope="search", total=page.paginator.count) if page is not None else None,
+        "by_meaning": by_meaning,
+        "meaning_limit": meaning.MEANING_LIMIT,
+        # "Search by a text instead" of more like an item: the same filters, by meaning.
+        "unlike_query": urlencode({key: value for key, value in query.items() if key != "like"} | {"mode": "meaning"}),
     }
     return render(request, "labeling/search.html", context, status=422 if form.errors else 200)

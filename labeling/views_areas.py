@@ -19,6 +19,7 @@ from labeling.audit import audit_trail
 from labeling.category_services import CategoryRefused
 from labeling.models import Area
 from labeling.permissions import reviewer_required
+from labeling.views_bulk import bulk_panel_for
 
 
 @reviewer_required
@@ -41,10 +42,12 @@ def _area_or_404(area_id: int) -> Area:
 
 def _detail_response(request: HttpRequest, area: Area, *, status: int = 200, **extra) -> HttpResponse:
     is_open = area.status != Area.Status.MERGED
+    page = selectors.area_unsorted_page(area=area, page_number=request.GET.get("page"))
     context = {
         "area": area,
         "categories": selectors.area_categories(area=area),
-        "page_obj": selectors.area_unsorted_page(area=area, page_number=request.GET.get("page")),
+        "page_obj": page,
+        "bulk": bulk_panel_for(request, scope="area", scope_id=area.id, total=page.paginator.count, area=area),
         "unsorted_total": selectors.unsorted_total(),
         "merge_targets": selectors.area_merge_targets(area=area) if is_open else [],
         "events": audit_trail(area=area),

@@ -20,11 +20,13 @@ from config.ids import id_parse
 from labeling import area_selectors
 from labeling import area_services
 from labeling import category_selectors as selectors
+from labeling import bulk_services
 from labeling import category_services as services
 from labeling.audit import audit_trail
 from labeling.models import Area, Category, ClusterRun
 from labeling.permissions import admin_required, is_admin, reviewer_required
 from labeling.services import RunAlreadyActive
+from labeling.views_bulk import bulk_panel_for
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -87,11 +89,15 @@ def _detail_response(request: HttpRequest, category: Category, *, status: int = 
         assigned_by=request.GET.get("assigned_by", ""),
     )
     breakdown = selectors.category_item_breakdown(category=category)
+    page = selectors.category_items_page(
+        category=category, filters=filters, page_number=request.GET.get("page"), viewer=request.user
+    )
     context = {
         "category": category,
         "representatives": selectors.category_representatives(category=category),
-        "page_obj": selectors.category_items_page(
-            category=category, filters=filters, page_number=request.GET.get("page"), viewer=request.user
+        "page_obj": page,
+        "bulk": bulk_panel_for(
+            request, scope="category", scope_id=category.id, total=page.paginator.count, category=category
         ),
         "filters": filters,
         "facets": breakdown.facets,
@@ -183,7 +189,8 @@ def category_merge(request: HttpRequest, category_id: int) -> HttpResponse:
     try:
         if target_id is None:
             raise services.CategoryRefused("Choose the category to merge into.", field="target")
-        target = services.category_merge(category_id=category_id, target_id=target_id, user=request.user)
+        # Recorded with what it moved, so the target's page can undo it.
+        target = bulk_services.category_merge_undoable(category_id=category_id, target_id=target_id, user=request.user)
     except services.CategoryRefused as refusal:
         return _refused(request, category_id, refusal)
     messages.success(request, f"Merged “{source.name}” into “{target.name}”; its items are here now.")

@@ -16,26 +16,34 @@ from labeling import compare
 from labeling.permissions import reviewer_required
 
 
-def _form_values(request: HttpRequest, choices: dict) -> dict:
-    """What the form shows: the query as given, or the two most recent versions."""
+def _form_values(request: HttpRequest, choices: dict) -> tuple[dict, compare.DataWindow | None]:
+    """What the form shows: the query as given, or the two most recent versions; without dates,
+    the days on which both sides have ratings (and that window, to say so on the page)."""
     given = any(request.GET.get(key) for key in ("a", "b", "from", "to"))
-    return {
+    form = {
         "a": request.GET.get("a", "" if given else choices["default_a"]),
         "b": request.GET.get("b", "" if given else choices["default_b"]),
-        "from": request.GET.get("from", ""),
-        "to": request.GET.get("to", ""),
+        "from": request.GET.get("from", "").strip(),
+        "to": request.GET.get("to", "").strip(),
         "bucket": request.GET.get("bucket", ""),
     }
+    window = None
+    if not form["from"] and not form["to"]:
+        window = compare.data_window(a=form["a"], b=form["b"])
+        if window is not None:
+            form["from"], form["to"] = window.date_from.isoformat(), window.date_to.isoformat()
+    return form, window
 
 
 @reviewer_required
 @require_GET
 def compare_page(request: HttpRequest) -> HttpResponse:
     choices = compare.side_choices()
-    form = _form_values(request, choices)
+    form, window = _form_values(request, choices)
     context = {
         "choices": choices,
         "form": form,
+        "data_window": window,
         "saved": compare.saved_comparisons(),
         "denominator": compare.DENOMINATOR,
         "alpha": compare.ALPHA,

@@ -1,5 +1,6 @@
 """Review queue, item detail and labels, agreement."""
 
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -23,13 +24,46 @@ SKIPPED_SESSION_KEY = "review_skipped"
 SKIPPED_MAX = 500
 
 
+UNDO_SESSION_KEY = "label_undo"
+
+
+def _order_query(queue: selectors.Queue) -> dict[str, str]:
+    # The default order stays out of the URL, so the links of an unordered queue read as before.
+    return {} if queue.order == selectors.DEFAULT_ORDER else {"order": queue.order}
+
+
+def _queue_query(queue: selectors.Queue | None) -> str:
+    """`queue=...` (and `order=...`) for the item page's own links and forms; empty outside a queue."""
+    return urlencode({"queue": queue.key} | _order_query(queue)) if queue else ""
+
+
 def _item_url(item_id: int, queue: selectors.Queue | None = None) -> str:
     url = reverse("item_detail", args=[item_id])
-    return f"{url}?{urlencode({'queue': queue.key})}" if queue else url
+    return f"{url}?{_queue_query(queue)}" if queue else url
 
 
 def _next_url(queue: selectors.Queue) -> str:
-    return f"{reverse('review_next')}?{urlencode({'category': queue.key})}"
+    return f"{reverse('review_next')}?{urlencode({'category': queue.key} | _order_query(queue))}"
+
+
+def _undo_offer(request: HttpRequest) -> dict | None:
+    """The last save's undo, while the page may still offer it, with the seconds it has left."""
+    undo = request.session.get(UNDO_SESSION_KEY)
+    if not isinstance(undo, dict):
+        return None
+    try:
+        age = (timezone.now() - datetime.fromisoformat(undo["saved_at"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return None
+    left = services.UNDO_SHOWN_SECONDS - age
+    if left <= 0:
+        return None
+    return {
+        "item_id": undo["item"],
+        "seconds": max(1, int(left)),
+        "queue": undo.get("queue", ""),
+        "order": undo.get("order", ""),
+    }
 
 
 def _skipped(request: HttpRequest, queue: selectors.Queue) -> list[int]:
@@ -69,7 +103,11 @@ def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = 
     item = item or selectors.item_for_review(item_id=item_id)
     if item is None:
         raise Http404("No such item.")
-    queue = selectors.queue_parse(key=request.GET.get("queue")) if request.GET.get("queue") else None
+    queue = (
+        selectors.queue_parse(key=request.GET.get("queue"), order=request.GET.get("order"))
+        if request.GET.get("queue")
+        else None
+    )
     labels = selectors.item_labels(item=item)
     my_label = next((label for label in labels if label.reviewer_id == request.user.id), None)
     others = [label for label in labels if label.reviewer_id != request.user.id]
@@ -83,18 +121,25 @@ def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = 
         form = LabelForm(request.POST)
         if form.is_valid():
             try:
-                saved = services.label_save(item=item, reviewer=request.user, **form.label_data())
+                saved = services.label_save(
+                    item=item, reviewer=request.user, queue=queue.key if queue else "", **form.label_data()
+                )
             except services.LabelRefused as exc:
                 form.add_error(exc.field, str(exc))
             else:
                 if saved.created or saved.changes or saved.assignment_moved:
                     messages.success(request, f"Label saved for #{item.id}.")
+                    request.session[UNDO_SESSION_KEY] = saved.undo | {"order": queue.order if queue else ""}
                 else:
                     messages.info(request, f"Nothing changed on #{item.id}.")
                 return redirect(_next_url(queue) if queue else _item_url(item.id))
     else:
         preselect = assignment.category_id if assignment and not (blind and assignment_by_reviewer) else None
-        form = LabelForm(initial=LabelForm.initial_for(label=my_label, category_id=preselect))
+        initial = LabelForm.initial_for(label=my_label, category_id=preselect)
+        if my_label is None and item.severity:
+            # What the reporter said is the best first guess; the reviewer can still change it.
+            initial["severity"] = item.severity
+        form = LabelForm(initial=initial)
     context = _item_context(
         request,
         item=item,
@@ -154,7 +199,9 @@ def _item_context(
         "can_see_raw": is_admin(request.user),
         "raw_payload": selectors.item_raw_payload(item=item) if reveal and is_admin(request.user) else None,
         "queue": queue,
+        "queue_query": _queue_query(queue),
         "progress": progress,
+        "undo": _undo_offer(request),
         "previous_url": previous_url,
         "next_url": next_url,
         "lock_held_by_other": lock if lock_held_by_other else None,
@@ -168,11 +215,43 @@ def _item_context(
         "other_categories": [c for c in categories if c.id not in suggested_ids],
         "selected_category": str(selected) if selected not in (None, "") else "",
         "tag_groups": [
-            ("Reward hacking", [(tag, tag in checked_tags) for tag in services.REWARD_HACKING_TAGS]),
-            ("Other", [(tag, tag in checked_tags) for tag in services.COMMON_TAGS]),
+            ("Reward hacking", _numbered_tags(services.REWARD_HACKING_TAGS, checked_tags, start=1)),
+            ("Other", _numbered_tags(services.COMMON_TAGS, checked_tags, start=len(services.REWARD_HACKING_TAGS) + 1)),
         ],
         "audit_events": _history(item=item, hide_others=blind, viewer=request.user),
     }
+
+
+def _numbered_tags(tags, checked: set[str], *, start: int) -> list[tuple[str, bool, str]]:
+    """(tag, checked, key): the key that toggles it after `t`; 1..9 then 0, as on the keyboard's top row."""
+    keys = "1234567890"
+    return [
+        (tag, tag in checked, keys[number - 1] if number <= len(keys) else "")
+        for number, tag in enumerate(tags, start=start)
+    ]
+
+
+@reviewer_required
+@require_POST
+def item_label_undo(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Undo this reviewer's last label save on the item, within seconds of it; back to the item."""
+    undo = request.session.get(UNDO_SESSION_KEY)
+    queue = selectors.queue_parse(key=request.POST.get("queue"), order=request.POST.get("order"))
+    if not isinstance(undo, dict) or undo.get("item") != item_id:
+        messages.error(request, f"There is no recent save on #{item_id} to undo.")
+        return redirect(_item_url(item_id, queue))
+    try:
+        services.label_undo(reviewer=request.user, undo=undo)
+    except services.LabelRefused as exc:
+        messages.error(request, f"Not undone: {exc}.")
+        return redirect(_item_url(item_id, queue))
+    request.session.pop(UNDO_SESSION_KEY, None)
+    if queue is not None:
+        # Back to where the reviewer was: the item is theirs again while they fix the label.
+        services.review_lock_take(item_id=item_id, reviewer=request.user)
+        services.review_locks_release(reviewer=request.user, keep_item_id=item_id)
+    messages.success(request, f"Undone: #{item_id} is back as it was before the save.")
+    return redirect(_item_url(item_id, queue))
 
 
 @reviewer_required
@@ -192,7 +271,14 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "labeling/review/queue.html",
-        {"rows": selectors.queues_overview(), "selected": request.GET.get("category", "")},
+        {
+            "rows": selectors.queues_overview(),
+            "selected": request.GET.get("category", ""),
+            "orders": selectors.ORDERS,
+            "selected_order": selectors.order_parse(request.GET.get("order")),
+            "reviewer_counts": selectors.reviewer_counts(),
+            "undo": _undo_offer(request),
+        },
     )
 
 
@@ -200,7 +286,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def review_next(request: HttpRequest) -> HttpResponse:
     """Lock the next item of a queue for this reviewer and open it in queue mode."""
-    queue = selectors.queue_parse(key=request.GET.get("category"))
+    queue = selectors.queue_parse(key=request.GET.get("category"), order=request.GET.get("order"))
     if queue is None:
         messages.error(request, "Pick a queue: an open category, unassigned items or double review.")
         return redirect("review_queue")
@@ -227,7 +313,7 @@ def review_next(request: HttpRequest) -> HttpResponse:
                 )
             else:
                 messages.info(request, f"Nothing left in “{queue.title}” for you. Well done.")
-            return redirect(f"{reverse('review_queue')}?{urlencode({'category': queue.key})}")
+            return redirect(f"{reverse('review_queue')}?{urlencode({'category': queue.key} | _order_query(queue))}")
     return redirect(_item_url(item_id, queue))
 
 
@@ -235,7 +321,7 @@ def review_next(request: HttpRequest) -> HttpResponse:
 @require_POST
 def review_skip(request: HttpRequest) -> HttpResponse:
     """Release the lock on an item and move on; it comes back when the queue runs dry."""
-    queue = selectors.queue_parse(key=request.POST.get("category"))
+    queue = selectors.queue_parse(key=request.POST.get("category"), order=request.POST.get("order"))
     item_id = id_parse(request.POST.get("item", ""))
     if item_id is None:
         messages.error(request, "Nothing to skip.")
@@ -343,6 +429,7 @@ urlpatterns = [
     path("items/<int:item_id>/", item_detail, name="item_detail"),
     path("items/<int:item_id>/similar", item_similar, name="item_similar"),
     path("items/<int:item_id>/reveal", item_reveal, name="item_reveal"),
+    path("items/<int:item_id>/undo-label", item_label_undo, name="item_label_undo"),
     path("review/", review_queue, name="review_queue"),
     path("review/next", review_next, name="review_next"),
     path("review/skip", review_skip, name="review_skip"),

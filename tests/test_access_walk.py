@@ -16,21 +16,34 @@ from django.utils import timezone
 from exports.models import Dataset
 from feedback import services
 from feedback.models import ApiToken, FeedbackItem
-from labeling.models import Area, Category, ClusterRun, SavedComparison
+from labeling.models import Area, BulkAction, Category, ClusterRun, SavedComparison
+from notifications import services as notification_services
+from notifications.models import Delivery, Event, Notification
+from rollouts.models import RolloutFlag
 from feedback.signatures import sign
 from tests.factories import client_for, post_signed, rating_event, signed_headers, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC = {"login", "logout", "openapi-json", "openapi-view", "api-root"}
+PUBLIC = {"login", "logout", "openapi-json", "openapi-view", "api-root", "favicon"}
 SIGNED = {"receive_events"}  # Standard Webhooks signature instead of a login
 ADMIN_ONLY = {"category_delete", "dataset_schedule", "dataset_delete", "agreement_sample"}
+# The import pages (feedback/views_import.py), notifications, a source's rollout settings.
+ADMIN_ONLY |= {"imports", "import_run", "import_run_status", "rollout_source_settings"}
+ADMIN_ONLY |= {
+    "notifications",
+    "notification_destination_new",
+    "notification_destination_edit",
+    "notification_destination_test",
+    "notification_destination_delete",
+    "notification_delivery_retry",
+}
 ANY_LOGGED_IN = {"report_new", "home"}  # home sends people without a role to the report form
 TOKEN_REFUSED = {"receive_events"}  # API routes that answer to a signature or a session, never to a bearer token
 # What the API's path parameters name: datasets and their runs, versions and files, which belong
 # to no source. A token is a source's, so a route naming an item (or anything else a source owns)
 # must check the token's source before it joins this set.
-API_PATH_PARAMETERS = {"dataset_id", "run_id", "number", "name"}
+API_PATH_PARAMETERS = {"dataset_id", "run_id", "number", "name", "action_id"}
 WRONG_SIGNATURE = {"error": "webhook-signature does not match the body and a current secret of this source"}
 
 
@@ -50,6 +63,9 @@ def routes():
 @pytest.fixture
 def objects():
     source, _ = source_make()
+    destination, _ = notification_services.destination_create(
+        name="d", kind="slack", url="https://hooks.example/x", events=[Event.values[0]]
+    )
     item = FeedbackItem.objects.create(
         source=source, external_id="x", kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4()
     )
@@ -61,6 +77,13 @@ def objects():
         "run_id": ClusterRun.objects.create(trigger="command", active=None, status="done").id,
         "dataset_id": Dataset.objects.create(name="d", purpose="train").id,
         "saved_id": SavedComparison.objects.create(a_version="1", b_version="2").id,
+        "action_id": BulkAction.objects.create(kind=BulkAction.Kind.values[0]).id,
+        "flag_id": RolloutFlag.objects.create(item=item, check_name="vcs_history", location="tool_calls").id,
+        "destination_id": destination.id,
+        "delivery_id": Delivery.objects.create(
+            notification=Notification.objects.create(event=Event.values[0], msg_id="msg_x", summary="s", text="t"),
+            destination=destination,
+        ).id,
         "number": 1,
         "name": "items.csv",
     }
@@ -69,7 +92,7 @@ def objects():
 def fill(route: str, objects: dict) -> str:
     path = "/" + route
     for key, value in objects.items():
-        for converter in ("int:", "str:", ""):
+        for converter in ("int:", "str:", "slug:", ""):
             path = path.replace(f"<{converter}{key}>", str(value))
     assert "<" not in path, f"no value to fill {route}; add it to the objects fixture"
     return path
@@ -240,6 +263,9 @@ def test_a_valid_token_opens_the_token_api_and_no_page(objects):
                     assert response.url.startswith("/login/"), (method, path, response.url)
             elif name in TOKEN_REFUSED:
                 assert response.status_code in (401, 405), (method, path, response.status_code)
+            elif "/bulk-actions/" in path:
+                # The bulk action walked was made by a person, not by this token: only they or an admin undo it.
+                assert response.status_code in (403, 405), (method, path, response.status_code)
             else:
                 # Reached: an answer, a missing object or a body that wants fields; never refused or broken.
                 assert response.status_code in (200, 202, 404, 405, 422), (method, path, response.status_code)
@@ -269,9 +295,15 @@ def test_a_token_opens_only_the_api_routes_of_its_scope(objects, scope):
             response = client.post(path, content_type="application/json") if method == "post" else client.get(path)
             if response.status_code == 405:
                 continue
-            route_scope = "reports" if "/reports" in path else "compare" if "/compare" in path else "datasets"
+            route_scope = (
+                "reports" if "/reports" in path
+                else "compare" if "/compare" in path
+                else "review" if "/bulk-actions" in path
+                else "datasets"
+            )
             if route_scope == scope:
-                assert response.status_code != 403, (method, path)
+                if "/bulk-actions/" not in path:  # another's bulk action: refused for its author's sake (above)
+                    assert response.status_code != 403, (method, path)
                 opened.add(path)
             else:
                 assert response.status_code == 403, (method, path, response.status_code)

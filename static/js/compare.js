@@ -4,6 +4,21 @@
 // 2. Thumbs-up rate over time per side and variant, each line with its 95% band.
 (function () {
   "use strict";
+  // The table's folds: one line stands for the rows too small to test; a click shows or hides them.
+  document.querySelectorAll("button[data-fold]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var open = button.getAttribute("aria-expanded") !== "true";
+      document.querySelectorAll('tbody[data-folded="' + button.dataset.fold + '"]').forEach(function (body) {
+        body.hidden = !open;
+      });
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+      button.textContent = (open ? "▾" : "▸") + button.textContent.slice(1);
+    });
+  });
+})();
+
+(function () {
+  "use strict";
 
   var source = document.getElementById("compare-data");
   if (!source || !window.Chart) return;

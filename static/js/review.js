@@ -10,6 +10,71 @@
   const skipForm = document.getElementById("skip-form");
   const select = document.getElementById("id_category");
   const chips = Array.from(document.querySelectorAll(".suggestions [data-pick]"));
+  const severity = document.getElementById("id_severity");
+  const tagsField = document.getElementById("tags-field");
+  const side = document.querySelector(".review-side");
+
+  // The panel ends at the window's bottom edge wherever the page is scrolled, so
+  // Save (below the panel's scrolling fields) is always in view and covers nothing.
+  function fitPanel() {
+    if (!side || getComputedStyle(side).position !== "sticky") {
+      if (side) side.style.maxHeight = "";
+      return;
+    }
+    const top = Math.max(side.getBoundingClientRect().top, 0);
+    side.style.maxHeight = Math.max(240, window.innerHeight - top - 12) + "px";
+  }
+  fitPanel();
+  window.addEventListener("resize", fitPanel);
+  window.addEventListener("scroll", fitPanel, { passive: true });
+
+  // The undo offer after a save counts down and then goes: the server refuses it soon after.
+  const undoBar = document.getElementById("undo-bar");
+  if (undoBar) {
+    let left = parseInt(undoBar.dataset.seconds, 10) || 0;
+    const counter = document.getElementById("undo-seconds");
+    const timer = window.setInterval(function () {
+      left -= 1;
+      if (counter) counter.textContent = String(Math.max(left, 0));
+      if (left <= 0) { window.clearInterval(timer); undoBar.remove(); }
+    }, 1000);
+  }
+
+  // After t, number keys tick tags instead of picking categories, until Esc, t or another key.
+  let tagMode = false;
+  function setTagMode(on) {
+    tagMode = on;
+    if (tagsField) {
+      tagsField.classList.toggle("tag-mode", on);
+      if (on) tagsField.scrollIntoView({ block: "nearest" });
+    }
+  }
+  function toggleTag(key) {
+    if (!tagsField) return false;
+    const box = tagsField.querySelector('input[type="checkbox"][data-key="' + key + '"]');
+    if (!box) return false;
+    box.checked = !box.checked;
+    return true;
+  }
+
+  const SEVERITIES = { Digit0: "", Digit1: "low", Digit2: "medium", Digit3: "high", Digit4: "critical" };
+  function setSeverity(code) {
+    if (!severity || !(code in SEVERITIES)) return false;
+    severity.value = SEVERITIES[code];
+    severity.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  }
+  function setSplit(value) {
+    if (!form) return;
+    const radio = form.querySelector('input[name="split"][value="' + value + '"]');
+    if (radio) radio.checked = true;
+  }
+  function openCorrected() {
+    const details = document.getElementById("corrected-details");
+    const field = document.getElementById("id_corrected_response");
+    if (details) details.open = true;
+    if (field) field.focus();
+  }
 
   // Fields where a key is text, not a command. Checkboxes and radios are
   // not: after ticking a tag the reviewer should still be able to press c.
@@ -95,6 +160,7 @@
     const key = event.key;
     if (key === "Escape") {
       if (overlayOpen()) { hideOverlay(); event.preventDefault(); return; }
+      if (tagMode) { setTagMode(false); event.preventDefault(); return; }
       if (isTyping(document.activeElement)) { document.activeElement.blur(); event.preventDefault(); }
       return;
     }
@@ -104,6 +170,16 @@
       return;
     }
 
+    // Severity reads the physical key: shift+1 is "!" on one layout and "1" or "&" on others.
+    if (event.shiftKey && /^Digit[0-4]$/.test(event.code)) {
+      if (setSeverity(event.code)) event.preventDefault();
+      return;
+    }
+    if (tagMode) {
+      if (key >= "0" && key <= "9") { toggleTag(key); event.preventDefault(); return; }
+      setTagMode(false);
+      if (key === "t") { event.preventDefault(); return; }
+    }
     if (key >= "1" && key <= "9") {
       const chip = chips.find(function (c) { return c.dataset.number === key; });
       if (chip) { pick(chip.dataset.pick); event.preventDefault(); }
@@ -124,6 +200,11 @@
         break;
       }
       case "s": skip(); break;
+      case "t": setTagMode(true); break;
+      case "g": openCorrected(); break;
+      case "r": setSplit("train"); break;
+      case "e": setSplit("eval"); break;
+      case "u": setSplit("none"); break;
       default: return;
     }
     event.preventDefault();

@@ -27,6 +27,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def urlconf_loaded():
+    # The URLconf imports the embedding and clustering stack; on a busy machine its first load
+    # takes longer than a page load may, so the first test's first page would time out.
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns
+
+
 @pytest.fixture(scope="session")
 def chromium():
     from playwright.sync_api import sync_playwright

@@ -1,0 +1,109 @@
+"""The comparison's rows per rollout check: a planted rise is flagged, with the categories' statistics."""
+
+import uuid
+from datetime import date, timedelta
+
+import pytest
+from django.utils import timezone
+
+from feedback.models import FeedbackItem
+from labeling import compare
+from rollouts import services
+from rollouts.compare import check_rows, check_rows_json
+from rollouts.models import RolloutFlag
+from tests.factories import client_for, source_make, user_make
+
+pytestmark = pytest.mark.django_db
+
+CLEAN = [{"name": "shell", "arguments": {"command": "git status"}}, {"name": "read_file", "arguments": {"path": "tests/test_a.py"}}]
+HISTORY = [{"name": "shell", "arguments": {"command": "git log -p src/a.py"}}]
+
+
+def plant(source, *, version: str, total: int, flagged: int, day: date) -> None:
+    when = timezone.make_aware(timezone.datetime.combine(day, timezone.datetime.min.time())) + timedelta(hours=12)
+    items = []
+    for n in range(total):
+        context = {"messages": [{"role": "user", "content": "fix"}], "output": "done",
+                   "tool_calls": (HISTORY if n < flagged else []) + CLEAN}
+        items.append(
+            FeedbackItem(
+                source=source, external_id=f"{version}-{n}-{uuid.uuid4().hex[:6]}", kind="rating", rating=1,
+                context=context, raw_payload={"context": context}, model_version=version, variant="A",
+                occurred_at=when, receipt_id=uuid.uuid4(), status="embedded",
+            )
+        )
+    FeedbackItem.objects.bulk_create(items, batch_size=500)
+
+
+@pytest.fixture
+def planted():
+    source = source_make("agent-backend")[0]
+    day = timezone.localdate() - timedelta(days=2)
+    plant(source, version="2.1", total=1000, flagged=3, day=day)
+    plant(source, version="2.2", total=1000, flagged=41, day=day)
+    # A report with no tool calls is not a rollout: it counts on neither side.
+    FeedbackItem.objects.create(source=source, external_id="r1", kind="report", model_version="2.2",
+                                occurred_at=timezone.now(), receipt_id=uuid.uuid4(), context={})
+    services.items_check(item_ids=list(FeedbackItem.objects.values_list("id", flat=True)))
+    return day
+
+
+def params_for(day):
+    return compare.compare_params_parse(a="2.1", b="2.2", date_from=day.isoformat(), date_to=day.isoformat())
+
+
+def test_a_planted_rise_in_reading_history_is_a_flagged_regression(planted):
+    rows = {row.check_name: row for row in check_rows(params=params_for(planted))}
+    row = rows["vcs_history"]
+    assert (row.rollouts_a, row.rollouts_b, row.down_a, row.down_b) == (1000, 1000, 3, 41)
+    assert row.rate_a_display == "0.3%" and row.rate_b_display == "4.1%"
+    assert row.tested and row.significant and row.regression
+    # The same figures the categories would get for these counts.
+    difference, low, high = compare.newcombe_interval(x_a=3, n_a=1000, x_b=41, n_b=1000)
+    assert (row.difference, row.ci_low, row.ci_high) == (difference, low, high)
+    _, p = compare.two_proportion_z_test(x_a=3, n_a=1000, x_b=41, n_b=1000)
+    assert row.p_value == p and row.p_adjusted == pytest.approx(min(1.0, p * row_count_tested(rows)))
+    # The read of a test file and `git status` are near misses: no check moved.
+    assert all(not other.significant for name, other in rows.items() if name != "vcs_history")
+    assert list(rows)[0] == "vcs_history"  # the largest rise first
+
+
+def row_count_tested(rows) -> int:
+    return sum(1 for row in rows.values() if row.tested)
+
+
+def test_dismissed_flags_do_not_count(planted):
+    reviewer = user_make("rita", "reviewer")
+    for flag in RolloutFlag.objects.filter(item__model_version="2.2", check_name="vcs_history")[:40]:
+        services.flag_decide(flag_id=flag.id, reviewer=reviewer, decision="dismissed")
+    row = {row.check_name: row for row in check_rows(params=params_for(planted))}["vcs_history"]
+    assert row.down_b == 1 and not row.significant
+
+
+def test_a_window_without_rollouts_has_rows_that_are_not_tested(planted):
+    day = planted - timedelta(days=20)
+    rows = check_rows(params=params_for(day))
+    assert rows and all(row.rollouts_a == row.rollouts_b == 0 and not row.tested for row in rows)
+    assert all(row.rate_a is None for row in rows)
+    assert check_rows_json(rows)[0]["rate"] == {"a": None, "b": None}
+
+
+def test_the_compare_page_loads_a_row_per_check(planted):
+    client = client_for(user_make("rita", "reviewer"))
+    query = {"a": "2.1", "b": "2.2", "from": planted.isoformat(), "to": planted.isoformat()}
+    page = client.get("/compare/", query).content.decode()
+    assert f'hx-get="/rollouts/compare/?a=2.1&amp;b=2.2&amp;from={planted}&amp;to={planted}"' in page
+    html = client.get("/rollouts/compare/", query).content.decode()
+    assert 'id="cmp-checks-table"' in html
+    row = html.split('data-check="vcs_history"')[1].split("</tr>")[0]
+    assert "4.1%" in row and "0.3%" in row and "significantly more often" in row
+    assert "/search/?flag=vcs_history&amp;model_version=2.2" in row
+
+
+def test_the_checks_rows_refuse_a_comparison_that_cannot_be_made(planted):
+    client = client_for(user_make("rita", "reviewer"))
+    response = client.get("/rollouts/compare/", {"a": "2.1"})
+    assert response.status_code in (400, 422) and 'role="alert"' in response.content.decode()
+    response = client.get("/rollouts/compare/", {"a": "2.1", "b": "9.9"})
+    assert response.status_code in (404, 422) and "9.9" in response.content.decode()
+    assert client_for(user_make("olga")).get("/rollouts/compare/", {"a": "2.1", "b": "2.2"}).status_code == 403
