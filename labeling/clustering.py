@@ -112,6 +112,9 @@ class ClusterParams:
     # ...but never more than this share of all items: on long or noisy texts
     # every cosine is lower, and an absolute floor alone left 40% unsorted.
     max_unassigned_share: float = 0.01
+    # ...except that an item this far from its centroid is never assigned:
+    # random directions in 384 dimensions have cosines near 0.
+    min_similarity_floor: float = 0.25
     # The threshold finds 60-100 categories on any corpus, which splits a few
     # broad, well-separated classes into many pieces. So the Ward tree is also
     # cut where the item neighbour graph is most modular, and that coarser cut
@@ -606,6 +609,7 @@ def _drop_small_clusters(x: np.ndarray, labels: np.ndarray, params: ClusterParam
     # The floor is min_similarity, lowered where it would unassign more than
     # max_unassigned_share of the items (long texts have lower cosines).
     floor = min(params.min_similarity, float(np.quantile(own, params.max_unassigned_share)))
+    floor = max(floor, params.min_similarity_floor)
     labels[own < floor] = -1
     return labels
 
