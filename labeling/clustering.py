@@ -248,12 +248,7 @@ def group_into_areas(
     k = n_clusters
     if k <= params.min_areas:
         return np.arange(k, dtype=np.int64)
-    rows = np.repeat(labels, neighbours.shape[1])
-    cols = labels[neighbours].ravel()
-    keep = (rows >= 0) & (cols >= 0)
-    edges = np.zeros((k, k))
-    np.add.at(edges, (rows[keep], cols[keep]), 1.0)
-    edges += edges.T
+    edges = _group_graph(labels, neighbours, np.ones(neighbours.shape), k)
     total = max(edges.sum(), 1.0)
     degree = edges.sum(axis=1)
     group = np.arange(k)
@@ -266,12 +261,7 @@ def group_into_areas(
         if gain[i, j] <= 0 and alive.sum() <= params.max_areas:
             break
         a, b = live[i], live[j]
-        edges[a] += edges[b]
-        edges[:, a] += edges[:, b]
-        edges[b] = 0
-        edges[:, b] = 0
-        degree[a] += degree[b]
-        degree[b] = 0
+        _join_groups(edges, degree, a, b)
         alive[b] = False
         group[group == b] = a
     return _compact(group)
@@ -410,11 +400,7 @@ def _most_modular_cut(merges: _Merges, leaf: np.ndarray, neighbour_items: np.nda
     m = merges.m
     if up_to <= 2 or len(merges.cost) < m - up_to:
         return up_to
-    rows = np.repeat(leaf, neighbour_items.shape[1])
-    cols = leaf[neighbour_items.ravel()]
-    edges = np.zeros((m, m))
-    np.add.at(edges, (rows, cols), weights.ravel().astype(np.float64))
-    edges += edges.T
+    edges = _group_graph(leaf, neighbour_items, weights, m)
     total = edges.sum()
     if total <= 0:
         return up_to
@@ -437,14 +423,29 @@ def _most_modular_cut(merges: _Merges, leaf: np.ndarray, neighbour_items: np.nda
             break
         a, b = root(a), root(b)
         q += 2 * (edges[a, b] / total - degree[a] * degree[b] / total**2)
-        edges[a] += edges[b]
-        edges[:, a] += edges[:, b]
-        edges[b] = 0
-        edges[:, b] = 0
-        degree[a] += degree[b]
-        degree[b] = 0
+        _join_groups(edges, degree, a, b)
         group[b] = a
     return int(best_k)
+
+
+def _group_graph(groups: np.ndarray, neighbour_items: np.ndarray, weights: np.ndarray, k: int) -> np.ndarray:
+    """k x k symmetric weights of the item neighbour edges between groups (items in group -1 left out)."""
+    rows = np.repeat(groups, neighbour_items.shape[1])
+    cols = groups[neighbour_items.ravel()]
+    keep = (rows >= 0) & (cols >= 0)
+    edges = np.zeros((k, k))
+    np.add.at(edges, (rows[keep], cols[keep]), weights.ravel().astype(np.float64)[keep])
+    return edges + edges.T
+
+
+def _join_groups(edges: np.ndarray, degree: np.ndarray, a: int, b: int) -> None:
+    """Fold group b into group a, in place: its edges (the a-b edges become a's own) and its degree."""
+    edges[a] += edges[b]
+    edges[:, a] += edges[:, b]
+    edges[b] = 0
+    edges[:, b] = 0
+    degree[a] += degree[b]
+    degree[b] = 0
 
 
 def _ward_threshold(n: int, params: ClusterParams) -> float:

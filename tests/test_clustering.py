@@ -250,3 +250,38 @@ def test_a_name_never_holds_a_masked_word_and_unassigned_items_take_no_part():
     assert not any(word in {"name", "hash", "link", "n"} for name in names.values() for word in name.lower().split())
     assert names[0] != names[1]
 
+
+
+def broad_classes(n_classes=6, per_class=400, *, seed=3):
+    """Broad, well-separated classes, each a continuum: items mix a dozen directions of their class in
+    random proportions (as paragraphs of one topic mix its themes), so the threshold alone cuts each
+    class into pieces whose items keep finding each other as neighbours."""
+    rng = np.random.default_rng(seed)
+    centres = unit(rng.normal(size=(n_classes, DIM)))
+    directions = rng.normal(size=(n_classes, 12, DIM)) / np.sqrt(DIM)
+    truth = np.repeat(np.arange(n_classes), per_class)
+    mix = 4.5 * rng.dirichlet(np.full(12, 0.5), size=len(truth))
+    noise = 0.4 * rng.normal(size=(len(truth), DIM)) / np.sqrt(DIM)
+    return unit(centres[truth] + np.einsum("nk,nkd->nd", mix, directions[truth]) + noise).astype(np.float32), truth
+
+
+def test_broad_well_separated_classes_are_not_cut_into_pieces():
+    from sklearn.metrics import adjusted_rand_score
+
+    vectors, truth = broad_classes()
+
+    pieces = cluster_vectors(vectors, params=ClusterParams(coarse_modularity_gain=1.0))
+    result = cluster_vectors(vectors)
+
+    assert pieces.n_clusters > 5 * 6  # what the threshold alone finds
+    assert result.n_clusters == 6
+    assert adjusted_rand_score(truth, result.labels) > 0.95
+
+
+def test_narrow_close_categories_keep_the_threshold_cut():
+    # Many small categories near each other: coarser cuts are not clearly more modular.
+    vectors, truth = blobs(n_blobs=40, per_blob=25, spread=0.6)
+
+    result = cluster_vectors(vectors)
+
+    assert result.n_clusters == 40
