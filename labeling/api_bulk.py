@@ -169,7 +169,7 @@ def bulk_action_create(request: HttpRequest):
 
 @router.post(
     "/bulk-actions/{action_id}/undo",
-    response={200: UndoOut, **error_responses(401, 403, 404, 409)},
+    response={200: UndoOut, **error_responses(401, 403, 404, 409, 422)},
     summary="Undo a bulk action",
 )
 def bulk_action_undo(request: HttpRequest, action_id: int):

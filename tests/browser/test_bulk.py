@@ -3,6 +3,7 @@
 import uuid
 
 import pytest
+from playwright.sync_api import expect
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
@@ -40,7 +41,7 @@ def test_a_shift_click_selection_is_moved_and_the_move_undone(page, reviewer_use
     # Newest first: the first four rows are items 0..3. Click the first, shift-click the fourth.
     boxes.nth(0).click()
     boxes.nth(3).click(modifiers=["Shift"])
-    assert page.locator("[data-bulk-count]").inner_text() == "4"
+    expect(page.locator("[data-bulk-count]")).to_have_text("4")  # updated after the change event
     page.select_option("#bulk-action", "move")
     page.select_option("#bulk-category", str(new.id))
     page.click("#bulk-apply")
@@ -72,7 +73,7 @@ def test_select_all_matching_takes_every_page_of_the_search(page, reviewer_user)
     page.goto("/search/?q=suite")
     assert page.locator("#bulk-form input[name=items]").count() == 50
     page.check("#bulk-all-matching")
-    assert page.locator("[data-bulk-count]").inner_text() == "60"
+    expect(page.locator("[data-bulk-count]")).to_have_text("60")  # updated after the change event
     page.select_option("#bulk-action", "move")
     page.select_option("#bulk-category", str(target.id))
     page.click("#bulk-apply")
@@ -84,5 +85,5 @@ def test_select_all_matching_takes_every_page_of_the_search(page, reviewer_user)
     page.goto("/search/?q=forever")
     page.check("#bulk-all-matching")
     page.locator("#bulk-form input[name=items]").first.uncheck()
-    assert page.locator("[data-bulk-count]").inner_text() == "2"
+    expect(page.locator("[data-bulk-count]")).to_have_text("2")  # updated after the change event
     assert not page.locator("#bulk-all-matching").is_checked()
