@@ -563,32 +563,24 @@ def map_langfuse(record: dict[str, Any], *, names: frozenset[str]) -> list[Candi
             continue
         metadata = trace.get("metadata") if isinstance(trace.get("metadata"), dict) else {}
         trace_id = score.get("traceId") or trace.get("id")
-        event = {
-            "id": score.get("id") if score.get("id") is not None else _joined_id(trace_id, score.get("name")),
-            "type": "feedback.rating",
-            "occurred_at": score.get("timestamp") or score.get("createdAt") or trace.get("timestamp"),
-            "rating": thumb,
-            "model": {
-                "name": _short(metadata.get("model")),
-                "version": _short(trace.get("release")) or _short(trace.get("version")),
-            },
-            "variant": _short(metadata.get("variant")),
-            "surface": _short(trace.get("name")),
-            "user_ref": _short(trace.get("userId"), 200),
-            "context": {
-                "messages": _messages_of(trace.get("input")),
-                "metadata": {"langfuse": _present({
-                    "trace_id": trace_id, "session_id": trace.get("sessionId"), "score_name": score.get("name"),
-                    "score_source": score.get("source"), "observation_id": score.get("observationId"),
-                    "tags": trace.get("tags"), "environment": trace.get("environment"),
-                })},
-            },
-        }
-        output = _output_of(trace.get("output"))
-        if output is not None:
-            event["context"]["output"] = output
-        if isinstance(score.get("comment"), str) and score["comment"]:
-            event["comment"] = score["comment"]
+        event = _rating_event(
+            id=score.get("id") if score.get("id") is not None else _joined_id(trace_id, score.get("name")),
+            occurred_at=score.get("timestamp") or score.get("createdAt") or trace.get("timestamp"),
+            rating=thumb,
+            model_name=metadata.get("model"),
+            model_version=_short(trace.get("release")) or _short(trace.get("version")),
+            variant=metadata.get("variant"),
+            surface=trace.get("name"),
+            user_ref=trace.get("userId"),
+            messages=_messages_of(trace.get("input")),
+            metadata={"langfuse": _present({
+                "trace_id": trace_id, "session_id": trace.get("sessionId"), "score_name": score.get("name"),
+                "score_source": score.get("source"), "observation_id": score.get("observationId"),
+                "tags": trace.get("tags"), "environment": trace.get("environment"),
+            })},
+            output=trace.get("output"),
+            comment=score.get("comment"),
+        )
         candidates.append(Candidate("rating", event, raw=record, prefix=prefix, shown_id=shown))
     return candidates or [refusal("holds no scores", "scores", raw=record)]
 
@@ -628,39 +620,55 @@ def map_langsmith(record: dict[str, Any], *, names: frozenset[str]) -> list[Cand
         extra = run.get("extra") if isinstance(run.get("extra"), dict) else {}
         metadata = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
         run_id = feedback.get("run_id") or run.get("id")
-        event = {
-            "id": feedback.get("id") if feedback.get("id") is not None else _joined_id(run_id, feedback.get("key")),
-            "type": "feedback.rating",
-            "occurred_at": _moment(
+        source = feedback.get("feedback_source")
+        event = _rating_event(
+            id=feedback.get("id") if feedback.get("id") is not None else _joined_id(run_id, feedback.get("key")),
+            occurred_at=_moment(
                 feedback.get("created_at") or run.get("end_time") or run.get("start_time"), naive_is_utc=True
             ),
-            "rating": thumb,
-            "model": {
-                "name": _short(metadata.get("ls_model_name")),
-                "version": _short(metadata.get("model_version")) or _short(metadata.get("revision_id")),
-            },
-            "variant": _short(metadata.get("variant")),
-            "surface": _short(run.get("name")),
-            "user_ref": _short(metadata.get("user_id"), 200),
-            "context": {
-                "messages": _messages_of(run.get("inputs")),
-                "metadata": {"langsmith": _present({
-                    "run_id": run_id, "trace_id": feedback.get("trace_id") or run.get("trace_id"),
-                    "project_id": feedback.get("session_id") or run.get("session_id"),
-                    "feedback_key": feedback.get("key"), "correction": feedback.get("correction"),
-                    "feedback_source": (feedback.get("feedback_source") or {}).get("type")
-                    if isinstance(feedback.get("feedback_source"), dict) else None,
-                    "tags": run.get("tags"),
-                })},
-            },
-        }
-        output = _output_of(run.get("outputs"))
-        if output is not None:
-            event["context"]["output"] = output
-        if isinstance(feedback.get("comment"), str) and feedback["comment"]:
-            event["comment"] = feedback["comment"]
+            rating=thumb,
+            model_name=metadata.get("ls_model_name"),
+            model_version=_short(metadata.get("model_version")) or _short(metadata.get("revision_id")),
+            variant=metadata.get("variant"),
+            surface=run.get("name"),
+            user_ref=metadata.get("user_id"),
+            messages=_messages_of(run.get("inputs")),
+            metadata={"langsmith": _present({
+                "run_id": run_id, "trace_id": feedback.get("trace_id") or run.get("trace_id"),
+                "project_id": feedback.get("session_id") or run.get("session_id"),
+                "feedback_key": feedback.get("key"), "correction": feedback.get("correction"),
+                "feedback_source": source.get("type") if isinstance(source, dict) else None,
+                "tags": run.get("tags"),
+            })},
+            output=run.get("outputs"),
+            comment=feedback.get("comment"),
+        )
         candidates.append(Candidate("rating", event, raw=record, prefix=prefix, shown_id=shown))
     return candidates or [refusal("holds no feedback", "feedback", raw=record)]
+
+
+def _rating_event(
+    *, id, occurred_at, rating, model_name, model_version, variant, surface, user_ref, messages, metadata, output,
+    comment,
+) -> dict[str, Any]:
+    """A rating event in this app's webhook schema, from the fields an export's record mapped."""
+    event = {
+        "id": id,
+        "type": "feedback.rating",
+        "occurred_at": occurred_at,
+        "rating": rating,
+        "model": {"name": _short(model_name), "version": model_version},
+        "variant": _short(variant),
+        "surface": _short(surface),
+        "user_ref": _short(user_ref, 200),
+        "context": {"messages": messages, "metadata": metadata},
+    }
+    output = _output_of(output)
+    if output is not None:
+        event["context"]["output"] = output
+    if isinstance(comment, str) and comment:
+        event["comment"] = comment
+    return event
 
 
 def _joined_id(parent_id: Any, name: Any) -> Any:

@@ -1055,19 +1055,31 @@ def scrub_json(value: Any, *, extra_patterns: Sequence[tuple[str, str]] = ()) ->
     new value and the counts.
     """
     _rows_with(extra_patterns)  # a bad custom regex fails before any work
+
+    def scrub_text(text: str) -> tuple[str, Iterable[tuple[str, int]]]:
+        result = scrub(text, extra_patterns=extra_patterns)
+        return result.text, result.counts.items()
+
+    return _scrub_walk(value, scrub_text)
+
+
+def _scrub_walk(value: Any, scrub_text) -> tuple[Any, Counter[str]]:
+    """scrub_json's walk, with `scrub_text(text) -> (text, (label, count) pairs)` doing each string."""
     counts: Counter[str] = Counter()
 
     def walk(node: Any, key: Any = None) -> Any:
         if isinstance(node, str):
-            result = scrub(node, extra_patterns=extra_patterns)
-            if not result.counts and key is not None:
+            text, found = scrub_text(node)
+            found = list(found)
+            if not found and key is not None:
                 # Nothing with a known shape: the key may still say it is a secret.
                 row = _secret_for_key(key, node)
                 if row is not None and not _PLACEHOLDER.search(node):
                     counts[row.label] += 1
                     return row.placeholder
-            counts.update(result.counts)
-            return result.text
+            for label, count in found:
+                counts[label] += count
+            return text
         if isinstance(node, dict):
             return {k: walk(v, k) for k, v in node.items()}
         if isinstance(node, list):
@@ -1162,26 +1174,4 @@ class ScrubMemo:
 
     def scrub_json(self, value: Any) -> tuple[Any, Counter[str]]:
         """`scrub_json(value)` through this memo: the same value and counts."""
-        counts: Counter[str] = Counter()
-        scrub_text = self.scrub
-
-        def walk(node: Any, key: Any = None) -> Any:
-            if isinstance(node, str):
-                text, found = scrub_text(node)
-                if not found and key is not None:
-                    row = _secret_for_key(key, node)
-                    if row is not None and not _PLACEHOLDER.search(node):
-                        counts[row.label] += 1
-                        return row.placeholder
-                for label, count in found:
-                    counts[label] += count
-                return text
-            if isinstance(node, dict):
-                return {k: walk(v, k) for k, v in node.items()}
-            if isinstance(node, list):
-                return [walk(v) for v in node]
-            if isinstance(node, tuple):
-                return tuple(walk(v) for v in node)
-            return node
-
-        return walk(value), counts
+        return _scrub_walk(value, self.scrub)

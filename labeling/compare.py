@@ -169,6 +169,13 @@ class Side:
     def label(self) -> str:
         return f"{self.version} · {self.variant}" if self.variant else self.version
 
+    def condition(self, prefix: str = "") -> Q:
+        """The items of this side, as a filter (`prefix`: the path to the item, e.g. "item__")."""
+        condition = Q(**{f"{prefix}model_version": self.version})
+        if self.variant:
+            condition &= Q(**{f"{prefix}variant": self.variant})
+        return condition
+
     def matches(self, version: str, variant: str) -> bool:
         return version == self.version and (not self.variant or variant == self.variant)
 
@@ -259,6 +266,13 @@ def _resolve_side(spec: str, *, known: set[tuple[str, str]], field: str) -> Side
     raise CompareError(404, f"{field}: no feedback for model version '{spec}'", field)
 
 
+def compare_params_from_query(query) -> CompareParams:
+    """compare_params_parse over a query string or a posted form (keys a, b, from, to)."""
+    return compare_params_parse(
+        a=query.get("a", ""), b=query.get("b", ""), date_from=query.get("from", ""), date_to=query.get("to", "")
+    )
+
+
 def compare_params_parse(
     *, a: str, b: str, date_from: str = "", date_to: str = "", bucket: str = "", today: date | None = None
 ) -> CompareParams:
@@ -320,11 +334,8 @@ def data_window(*, a: str, b: str) -> DataWindow | None:
         return None
     bounds = {}
     for key, side in sides.items():
-        condition = Q(model_version=side.version)
-        if side.variant:
-            condition &= Q(variant=side.variant)
-        bounds[f"{key}_first"] = Min("occurred_at", filter=condition)
-        bounds[f"{key}_last"] = Max("occurred_at", filter=condition)
+        bounds[f"{key}_first"] = Min("occurred_at", filter=side.condition())
+        bounds[f"{key}_last"] = Max("occurred_at", filter=side.condition())
     found = FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, rating__in=(1, -1)).aggregate(**bounds)
     if any(value is None for value in found.values()):
         return None
@@ -345,7 +356,7 @@ def day_start(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
 
 
-def _window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
+def day_window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
     return day_start(date_from), day_start(date_to + timedelta(days=1))
 
 
@@ -353,11 +364,8 @@ def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date) -> l
     """Counts by day, version, variant, kind, rating, category and area for the given sides: one query."""
     match = Q(pk__in=[])
     for side in set(sides):
-        condition = Q(model_version=side.version)
-        if side.variant:
-            condition &= Q(variant=side.variant)
-        match |= condition
-    start, end = _window(date_from, date_to)
+        match |= side.condition()
+    start, end = day_window(date_from, date_to)
     return list(
         FeedbackItem.objects.filter(match, occurred_at__gte=start, occurred_at__lt=end)
         .annotate(day=TruncDate("occurred_at"))
@@ -432,7 +440,7 @@ class SideSummary:
 
 
 @dataclass(kw_only=True)
-class _RateRow:
+class RateRow:
     """The figures of one tested group of signals (a category or an area) on both sides."""
 
     name: str
@@ -499,7 +507,7 @@ class _RateRow:
 
 
 @dataclass(kw_only=True)
-class CategoryRow(_RateRow):
+class CategoryRow(RateRow):
     category_id: int
     # The category's area (Category.area), or None: where the page lists it.
     area_id: int | None = None
@@ -512,7 +520,7 @@ class CategoryRow(_RateRow):
 
 
 @dataclass(kw_only=True)
-class AreaRow(_RateRow):
+class AreaRow(RateRow):
     """An area's figures: every signal whose Assignment.area is the area, its unsorted bucket included."""
 
     area_id: int
@@ -767,8 +775,8 @@ def _comparison_from_rows(
         )
         for category_id in signals
     ]
-    tested = _holm_flag(category_rows)
-    category_rows.sort(key=_table_order)
+    tested = holm_flag(category_rows)
+    category_rows.sort(key=table_order)
 
     area_rows = [
         _area_row(
@@ -788,8 +796,8 @@ def _comparison_from_rows(
     # sum of its categories' and its unsorted ones, so its test is not one more independent
     # hypothesis beside theirs. Pooling the families would also let the area level dilute the
     # category flags: each category's adjusted p stays what it was before areas existed.
-    areas_tested = _holm_flag(area_rows)
-    area_rows.sort(key=_table_order)
+    areas_tested = holm_flag(area_rows)
+    area_rows.sort(key=table_order)
     by_area = {row.area_id: row for row in area_rows}
     for row in category_rows:
         if row.area_id in by_area:
@@ -809,7 +817,7 @@ def _comparison_from_rows(
     return comparison
 
 
-def _holm_flag(rows: Sequence[_RateRow]) -> int:
+def holm_flag(rows: Sequence[RateRow]) -> int:
     """Adjust the p-values of the tested rows with Holm and flag them; returns how many were tested.
 
     Holm over the tested rows only: which ones are tested depends on their total
@@ -822,19 +830,19 @@ def _holm_flag(rows: Sequence[_RateRow]) -> int:
     return len(tested)
 
 
-def significance_order(row: _RateRow) -> tuple:
+def significance_order(row: RateRow) -> tuple:
     """The page's order: tested rows first by Holm-adjusted p (so every flag comes first), then the
     largest change; untested ones by their unadjusted p. Ties by name, then id, for a stable page."""
     p = row.p_adjusted if row.tested else row.p_value
     return (not row.tested, 1.0 if p is None else p, -abs(row.difference or 0.0), row.name.lower(), row.row_id)
 
 
-def _table_order(row: _RateRow) -> tuple:
+def table_order(row: RateRow) -> tuple:
     # From the largest increase to the largest decrease; ties by name, then id, for a stable page.
     return (-(row.difference or 0.0), row.name.lower(), row.row_id)
 
 
-def _fill_figures(row: _RateRow, *, n_a: int, n_b: int) -> None:
+def fill_figures(row: RateRow, *, n_a: int, n_b: int) -> None:
     """Rates, the difference with its interval, the z-test and whether it may be trusted."""
     if n_a:
         row.rate_a = row.down_a / n_a
@@ -863,7 +871,7 @@ def _category_row(
         items_a_url=_items_url(params.a, params, category_id=category.id),
         items_b_url=_items_url(params.b, params, category_id=category.id),
     )
-    _fill_figures(row, n_a=n_a, n_b=n_b)
+    fill_figures(row, n_a=n_a, n_b=n_b)
     return row
 
 
@@ -895,7 +903,7 @@ def _area_row(
         items_a_url=_items_url(params.a, params, area_id=area.id),
         items_b_url=_items_url(params.b, params, area_id=area.id),
     )
-    _fill_figures(row, n_a=n_a, n_b=n_b)
+    fill_figures(row, n_a=n_a, n_b=n_b)
     return row
 
 
@@ -950,9 +958,9 @@ def _series(*, params: CompareParams, rows: Iterable[tuple[str, dict]]) -> dict:
                     "variant": variant or side.variant,
                     "n": n,
                     "up": up,
-                    "rate": [_round(u / t) if t else None for u, t in zip(up, n)],
-                    "low": [_round(low) for low, _ in intervals],
-                    "high": [_round(high) for _, high in intervals],
+                    "rate": [json_round(u / t) if t else None for u, t in zip(up, n)],
+                    "low": [json_round(low) for low, _ in intervals],
+                    "high": [json_round(high) for _, high in intervals],
                 }
             )
     return {"bucket": params.bucket, "buckets": [start.isoformat() for start in starts], "lines": lines}
@@ -967,11 +975,11 @@ def comparison_build(*, params: CompareParams) -> Comparison:
 # --- Output: page chart, JSON, CSV --------------------------------------------------------
 
 
-def _round(value: float | None, digits: int = 6) -> float | None:
+def json_round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _significant(value: float | None, figures: int = 6) -> float | None:
+def json_significant(value: float | None, figures: int = 6) -> float | None:
     # p-values go down to 1e-20 and below: keep significant figures, not decimals.
     return None if value is None else float(f"{value:.{figures}g}")
 
@@ -987,12 +995,12 @@ def _side_json(summary: SideSummary) -> dict:
         "reports": summary.reports,
         "uncategorized_down": summary.uncategorized_down,
         "no_area_down": summary.no_area_down,
-        "up_rate": _round(summary.up_rate),
-        "up_rate_ci": [_round(summary.up_low), _round(summary.up_high)] if summary.ratings else None,
+        "up_rate": json_round(summary.up_rate),
+        "up_rate_ci": [json_round(summary.up_low), json_round(summary.up_high)] if summary.ratings else None,
     }
 
 
-def _figures_json(row: _RateRow) -> dict:
+def _figures_json(row: RateRow) -> dict:
     return {
         "name": row.name,
         "status": row.status,
@@ -1000,14 +1008,14 @@ def _figures_json(row: _RateRow) -> dict:
         "signals_b": row.signals_b,
         "down_a": row.down_a,
         "down_b": row.down_b,
-        "rate_a": _round(row.rate_a),
-        "rate_b": _round(row.rate_b),
-        "difference": _round(row.difference),
-        "ci_low": _round(row.ci_low),
-        "ci_high": _round(row.ci_high),
-        "z": _round(row.z, 4),
-        "p_value": _significant(row.p_value),
-        "p_adjusted": _significant(row.p_adjusted),
+        "rate_a": json_round(row.rate_a),
+        "rate_b": json_round(row.rate_b),
+        "difference": json_round(row.difference),
+        "ci_low": json_round(row.ci_low),
+        "ci_high": json_round(row.ci_high),
+        "z": json_round(row.z, 4),
+        "p_value": json_significant(row.p_value),
+        "p_adjusted": json_significant(row.p_adjusted),
         "tested": row.tested,
         "significant": row.significant,
         "direction": row.direction,
@@ -1057,11 +1065,11 @@ def comparison_json(comparison: Comparison) -> dict:
         # Holm runs twice: over the categories tested, and over the areas tested as a family of its own.
         "areas_tested": comparison.areas_tested,
         "overall": {
-            "up_rate_difference": _round(comparison.overall_difference),
-            "ci": [_round(comparison.overall_low), _round(comparison.overall_high)]
+            "up_rate_difference": json_round(comparison.overall_difference),
+            "ci": [json_round(comparison.overall_low), json_round(comparison.overall_high)]
             if comparison.overall_difference is not None
             else None,
-            "p_value": _significant(comparison.overall_p_value),
+            "p_value": json_significant(comparison.overall_p_value),
         },
         "areas": [_area_json(row) for row in comparison.areas],
         "categories": [_category_json(row) for row in comparison.categories],
@@ -1115,9 +1123,9 @@ def chart_data(comparison: Comparison) -> dict:
             {
                 "id": row.category_id,
                 "label": row.name,
-                "difference": _round(row.difference),
-                "low": _round(row.ci_low),
-                "high": _round(row.ci_high),
+                "difference": json_round(row.difference),
+                "low": json_round(row.ci_low),
+                "high": json_round(row.ci_high),
                 "significant": row.significant,
                 "direction": row.direction,
                 "is_new": row.is_new,

@@ -74,12 +74,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def saved_create(request: HttpRequest) -> HttpResponse:
     try:
-        params = compare.compare_params_parse(
-            a=request.POST.get("a", ""),
-            b=request.POST.get("b", ""),
-            date_from=request.POST.get("from", ""),
-            date_to=request.POST.get("to", ""),
-        )
+        params = compare.compare_params_from_query(request.POST)
     except compare.CompareError as exc:
         messages.error(request, f"Not saved: {exc.message}")
         return redirect("compare")

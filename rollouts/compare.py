@@ -24,7 +24,7 @@ from rollouts.models import RolloutFlag
 
 
 @dataclass(kw_only=True)
-class CheckRow(compare._RateRow):
+class CheckRow(compare.RateRow):
     check_name: str
     explanation: str = ""
     kind: str = ""
@@ -34,13 +34,6 @@ class CheckRow(compare._RateRow):
     @property
     def row_id(self) -> str:
         return self.check_name
-
-
-def _side_filter(side: compare.Side, prefix: str = "") -> Q:
-    condition = Q(**{f"{prefix}model_version": side.version})
-    if side.variant:
-        condition &= Q(**{f"{prefix}variant": side.variant})
-    return condition
 
 
 def _search_url(side: compare.Side, params: compare.CompareParams, check_name: str) -> str:
@@ -53,11 +46,11 @@ def _search_url(side: compare.Side, params: compare.CompareParams, check_name: s
 
 def check_rows(*, params: compare.CompareParams) -> list[CheckRow]:
     """One row per check (built-in ones always, custom ones with flags in the window). Two queries."""
-    start, end = compare._window(params.date_from, params.date_to)
+    start, end = compare.day_window(params.date_from, params.date_to)
     in_window = Q(occurred_at__gte=start, occurred_at__lt=end, checked_rollout__calls__gt=0)
     rollouts = {"a": 0, "b": 0}
     for key, side in (("a", params.a), ("b", params.b)):
-        rollouts[key] = FeedbackItem.objects.filter(in_window & _side_filter(side)).count()
+        rollouts[key] = FeedbackItem.objects.filter(in_window & side.condition()).count()
     flagged: dict[str, dict[str, int]] = defaultdict(lambda: {"a": 0, "b": 0})
     for key, side in (("a", params.a), ("b", params.b)):
         rows = (
@@ -67,7 +60,7 @@ def check_rows(*, params: compare.CompareParams) -> list[CheckRow]:
                 item__occurred_at__lt=end,
                 item__checked_rollout__calls__gt=0,
             )
-            .filter(_side_filter(side, "item__"))
+            .filter(side.condition("item__"))
             .values("check_name")
             .annotate(n=Count("item", distinct=True))
             .order_by()
@@ -98,10 +91,10 @@ def check_rows(*, params: compare.CompareParams) -> list[CheckRow]:
             items_a_url=_search_url(params.a, params, name),
             items_b_url=_search_url(params.b, params, name),
         )
-        compare._fill_figures(row, n_a=rollouts["a"], n_b=rollouts["b"])
+        compare.fill_figures(row, n_a=rollouts["a"], n_b=rollouts["b"])
         result.append(row)
-    compare._holm_flag(result)
-    result.sort(key=compare._table_order)
+    compare.holm_flag(result)
+    result.sort(key=compare.table_order)
     return result
 
 
@@ -113,11 +106,11 @@ def check_rows_json(rows: list[CheckRow]) -> list[dict]:
             "kind": row.kind,
             "rollouts": {"a": row.rollouts_a, "b": row.rollouts_b},
             "flagged": {"a": row.down_a, "b": row.down_b},
-            "rate": {"a": compare._round(row.rate_a), "b": compare._round(row.rate_b)},
-            "difference": compare._round(row.difference),
-            "ci": [compare._round(row.ci_low), compare._round(row.ci_high)],
-            "p_value": compare._significant(row.p_value),
-            "p_adjusted": compare._significant(row.p_adjusted),
+            "rate": {"a": compare.json_round(row.rate_a), "b": compare.json_round(row.rate_b)},
+            "difference": compare.json_round(row.difference),
+            "ci": [compare.json_round(row.ci_low), compare.json_round(row.ci_high)],
+            "p_value": compare.json_significant(row.p_value),
+            "p_adjusted": compare.json_significant(row.p_adjusted),
             "tested": row.tested,
             "significant": row.significant,
             "regression": row.regression,

@@ -56,12 +56,7 @@ def item_flags(request: HttpRequest, item_id: int) -> HttpResponse:
 def compare_rows(request: HttpRequest) -> HttpResponse:
     """The comparison's rows per check, for the compare page (the same query string as /compare/)."""
     try:
-        params = compare.compare_params_parse(
-            a=request.GET.get("a", ""),
-            b=request.GET.get("b", ""),
-            date_from=request.GET.get("from", ""),
-            date_to=request.GET.get("to", ""),
-        )
+        params = compare.compare_params_from_query(request.GET)
     except compare.CompareError as exc:
         return HttpResponse(f"<p class=\"error\" role=\"alert\">{escape(exc.message)}</p>", status=exc.status)
     return render(request, "rollouts/_compare_checks.html", {"check_rows": rollout_compare.check_rows(params=params)})
