@@ -7,11 +7,12 @@ import re
 
 import pytest
 from django.core.management import call_command
+from django.utils.html import escape
 
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
 from labeling import area_services, category_services, services
-from labeling.models import Area, Assignment, Category
+from labeling.models import Area, Assignment, AuditEvent, Category
 from tests.factories import user_make
 from tests.test_cluster_runs import run_clustering
 
@@ -115,9 +116,7 @@ def test_a_runs_page_lists_what_it_created_renamed_resized_and_retired(client):
 
     load_and_embed(FIRST)
     first = run_clustering()
-    category = Category.objects.filter(size__gt=0).order_by("-size").first()
-    Category.objects.filter(id=category.id).update(name="Old name")
-    emptied = Category.objects.filter(size__gt=0).exclude(id=category.id).order_by("size").first()
+    emptied = Category.objects.filter(size__gt=0).order_by("size", "id").first()
     # Archived by a reviewer: the next run leaves it empty.
     Category.objects.filter(id=emptied.id).update(status=Category.Status.ARCHIVED)
     load_and_embed(FIRST + MORE)
@@ -125,7 +124,12 @@ def test_a_runs_page_lists_what_it_created_renamed_resized_and_retired(client):
 
     reviewer = client_for(user_make("rex", "reviewer"))
     page = reviewer.get(f"/runs/{second.id}/").content.decode()
-    assert 'id="run-resized"' in page and "Old name" in page
+    # New items were sorted in as they were embedded; the run resizes what it moved items between.
+    resized = AuditEvent.objects.filter(action=f"resized by cluster run #{second.id}").select_related("category")
+    assert resized.exists() and 'id="run-resized"' in page
+    for event in resized:
+        change = event.details["items"]
+        assert f"{change['before']} → {change['after']} items" in page and escape(event.category.name) in page
     assert 'id="run-retired"' in page and emptied.name in page
     first_page = reviewer.get(f"/runs/{first.id}/").content.decode()
     assert 'id="run-new-categories"' in first_page and "No category was renamed." in first_page
