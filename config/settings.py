@@ -280,6 +280,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = WEBHOOK_MAX_BODY_BYTES + 1024
 # Items left unprocessed longer than this are queued again by the sweeper.
 SWEEPER_GRACE_SECONDS = env_int("SWEEPER_GRACE_SECONDS", 60)
 PIPELINE_MAX_ATTEMPTS = env_int("PIPELINE_MAX_ATTEMPTS", 5)
+# Most items one embedding task takes of those that single events left waiting
+# (feedback.pipeline_services); the model embeds in calls of up to 256 texts.
+PIPELINE_BATCH_SIZE = env_int("PIPELINE_BATCH_SIZE", 256, low=1, high=5000)
+# How long a woken worker waits for more single events before it claims (Redis broker only).
+PIPELINE_GATHER_SECONDS = env_float("PIPELINE_GATHER_SECONDS", 0.1, low=0.0, high=5.0)
+# Off: each single event queues a task with its own id, as before batching (bench/pipeline.py's baseline).
+PIPELINE_COALESCE_SINGLE_EVENTS = env_bool("PIPELINE_COALESCE_SINGLE_EVENTS", True)
 
 # Celery: Redis when REDIS_URL is set, otherwise kombu's filesystem transport
 # under data/, so the embedded default needs no server.
@@ -325,6 +332,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_QUEUES = (Queue("default"), Queue("embed"))
 CELERY_TASK_ROUTES = {
     "feedback.tasks.embed_items": {"queue": "embed"},
+    "feedback.tasks.embed_waiting": {"queue": "embed"},
     "feedback.tasks.reembed_items": {"queue": "embed"},
 }
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"

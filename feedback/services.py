@@ -184,7 +184,7 @@ def events_ingest(
             continue
         pending[event.id] = (index, rating_item_build(source=source, event=event, raw=raw, receipt_id=receipt_id))
 
-    stored = items_insert_new(items=[item for _, item in pending.values()], receipt_id=receipt_id)
+    stored = items_insert_new(items=[item for _, item in pending.values()], receipt_id=receipt_id, coalesce=True)
     for event_id, (index, _) in pending.items():
         result.outcomes.append(EventOutcome(index, event_id, "accepted" if event_id in stored else "duplicate"))
     result.outcomes.sort(key=lambda outcome: outcome.index)
@@ -209,8 +209,14 @@ def message_id_error(message_id: str) -> str | None:
     return None
 
 
-def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID) -> set[str]:
-    """Insert the items that are new; returns the external ids this call stored."""
+def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID, coalesce: bool = False) -> set[str]:
+    """Insert the items that are new; returns the external ids this call stored.
+
+    `coalesce`: the caller stores items a request at a time (webhooks,
+    reports), so fewer than a batch are handed on as a wake-up that a worker
+    coalesces with the other requests' items (feedback.pipeline_services);
+    bulk paths (imports, the demo) queue their ids in batches as they are.
+    """
     if not items:
         return set()
     if connection.vendor == "postgresql":
@@ -221,7 +227,7 @@ def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID) -> set
             new_rows = list(FeedbackItem.objects.filter(receipt_id=receipt_id).values_list("id", "external_id"))
     # Outside a transaction this queues at once (the INSERT has committed);
     # inside a caller's transaction, when that one commits.
-    items_enqueue_after_commit(item_ids=[item_id for item_id, _ in new_rows])
+    items_enqueue_after_commit(item_ids=[item_id for item_id, _ in new_rows], coalesce=coalesce)
     return {external_id for _, external_id in new_rows}
 
 
@@ -280,7 +286,7 @@ def report_create(
         receipt_id=receipt_id,
         reporter=reporter,
     )
-    created = bool(items_insert_new(items=[item], receipt_id=receipt_id))
+    created = bool(items_insert_new(items=[item], receipt_id=receipt_id, coalesce=True))
     return FeedbackItem.objects.get(source=source, external_id=item.external_id), created
 
 
@@ -304,8 +310,19 @@ def items_enqueue(*, item_ids: list[int], batch_size: int = 256) -> bool:
     return True
 
 
-def items_enqueue_after_commit(*, item_ids: list[int]) -> None:
-    if item_ids:
+def items_enqueue_after_commit(*, item_ids: list[int], coalesce: bool = False) -> None:
+    """Hand the items to the pipeline once the caller's transaction commits (at once outside one).
+
+    With `coalesce`, fewer items than a batch wake a worker that takes whatever
+    waits, instead of a task of their own (feedback.pipeline_services).
+    """
+    if not item_ids:
+        return
+    if coalesce and settings.PIPELINE_COALESCE_SINGLE_EVENTS and len(item_ids) < settings.PIPELINE_BATCH_SIZE:
+        from feedback.pipeline_services import items_wake
+
+        transaction.on_commit(lambda: items_wake(waiting=len(item_ids)))
+    else:
         transaction.on_commit(lambda: items_enqueue(item_ids=item_ids))
 
 
@@ -350,37 +367,71 @@ def embed_text_for(item, *, extra_patterns=None) -> str:
 def items_embed(*, item_ids: list[int]) -> list[int]:
     """Derive each waiting item's text, embed the texts not embedded yet, store the links.
 
-    Steps: re-read the items still waiting (others were done by an earlier
-    delivery of this task, or vanished); derive text and hash; embed each
-    distinct new text once; link items to their vectors; mark them embedded.
-    Returns the ids of the items that now have a vector, for assignment.
+    Steps: claim the items still waiting that no other worker holds (others
+    were done by an earlier delivery of this task, are being done by a
+    batch, or vanished; pipeline_services.items_claim_and_embed); derive text
+    and hash; embed each distinct new text once; link items to their vectors;
+    mark them embedded. Returns the ids of the items that now have a vector,
+    for assignment.
     """
-    waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
-    items = _embed(list(waiting.only("id", "title", "comment", "expected", "context")))
+    from feedback.pipeline_services import EmbedBatch, items_claim_and_embed
+
+    batch = EmbedBatch()
+    waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).order_by("id")
+    items_claim_and_embed(waiting, limit=None, batch=batch)
+    return batch.embedded_ids
+
+
+def items_mark_embedded(items: list[FeedbackItem]) -> list[int]:
+    """Store the text, vector link and ``embedded`` status of the items still ``received``; returns those with a vector.
+
+    Only rows still waiting are written, so a duplicate delivery that lost
+    the race changes nothing. (On PostgreSQL the claim holds these rows
+    already; on SQLite this is what stops a second worker that embedded the
+    same items from writing them again.) One statement for the batch, not
+    `bulk_update`, whose CASE per field and row cost more than the embedding
+    of short texts. An item with no words at all is still a signal: it is
+    kept, marked embedded without a vector, and never clustered.
+    """
     if not items:
         return []
     now = timezone.now()
+    table = connection.ops.quote_name(FeedbackItem._meta.db_table)
+    waiting = FeedbackItem.Status.RECEIVED.value
+    embedded = FeedbackItem.Status.EMBEDDED.value
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            rows = [
+                {"id": i.id, "embed_text": i.embed_text, "content_hash": i.content_hash,
+                 "embed_recipe": i.embed_recipe, "embedding_id": i.embedding_id}
+                for i in items
+            ]
+            cursor.execute(
+                f"UPDATE {table} AS item SET embed_text = done.embed_text, content_hash = done.content_hash, "
+                "embed_recipe = done.embed_recipe, embedding_id = done.embedding_id, status = %s, "
+                "status_changed_at = %s, last_error = '' "
+                "FROM json_to_recordset(%s) AS done(id bigint, embed_text text, content_hash text, "
+                "embed_recipe integer, embedding_id bigint) "
+                "WHERE item.id = done.id AND item.status = %s RETURNING item.id",
+                [embedded, now, orjson.dumps(rows).decode(), waiting],
+            )
+            saved = {item_id for (item_id,) in cursor.fetchall()}
+        else:
+            with transaction.atomic():  # SQLite: one writer at a time, so the read and the writes agree
+                saved = set(
+                    FeedbackItem.objects.filter(id__in=[i.id for i in items], status=waiting).values_list("id", flat=True)
+                )
+                changed_at = connection.ops.adapt_datetimefield_value(now)
+                cursor.executemany(
+                    f"UPDATE {table} SET embed_text = %s, content_hash = %s, embed_recipe = %s, embedding_id = %s, "
+                    "status = %s, status_changed_at = %s, last_error = '' WHERE id = %s",
+                    [(i.embed_text, i.content_hash, i.embed_recipe, i.embedding_id, embedded, changed_at, i.id)
+                     for i in items if i.id in saved],
+                )
     for item in items:
-        # An item with no words at all is still a signal: it is kept, marked
-        # embedded without a vector, and never clustered.
-        item.status = FeedbackItem.Status.EMBEDDED
-        item.status_changed_at = now
-        item.last_error = ""
-    with transaction.atomic():
-        # Only rows still waiting are written, so a duplicate delivery that
-        # lost the race changes nothing.
-        still_waiting = set(
-            FeedbackItem.objects.select_for_update()
-            .filter(id__in=[item.id for item in items], status=FeedbackItem.Status.RECEIVED)
-            .values_list("id", flat=True)
-        )
-        to_save = [item for item in items if item.id in still_waiting]
-        FeedbackItem.objects.bulk_update(
-            to_save,
-            ["embed_text", "content_hash", "embed_recipe", "embedding", "status", "status_changed_at", "last_error"],
-            batch_size=500,
-        )
-    return [item.id for item in to_save if item.embedding_id]
+        if item.id in saved:
+            item.status, item.status_changed_at, item.last_error = embedded, now, ""
+    return [item.id for item in items if item.id in saved and item.embedding_id]
 
 
 def items_reembed(*, limit: int = 5000) -> int:
@@ -395,12 +446,12 @@ def items_reembed(*, limit: int = 5000) -> int:
         .order_by("id")
         .only("id", "title", "comment", "expected", "context")[:limit]
     )
-    items = _embed(list(stale))
+    items = items_attach_vectors(list(stale))
     FeedbackItem.objects.bulk_update(items, ["embed_text", "content_hash", "embed_recipe", "embedding"], batch_size=500)
     return len(items)
 
 
-def _embed(items: list[FeedbackItem]) -> list[FeedbackItem]:
+def items_attach_vectors(items: list[FeedbackItem]) -> list[FeedbackItem]:
     """Set each item's text, hash, recipe and shared vector (not saved); equal texts share one vector."""
     from feedback import embedder  # heavy (numpy, onnxruntime): only workers load it
 
@@ -420,8 +471,12 @@ def _embed(items: list[FeedbackItem]) -> list[FeedbackItem]:
     missing = [h for h in hashes if h not in known]
     if missing:
         vectors = embedder.embed_texts([hashes[h] for h in missing])
+        # Inserted in hash order: two workers storing overlapping texts take the
+        # unique index's locks in one order, so they never deadlock. (The texts
+        # are embedded in their own order: int8 scales depend on a call's texts.)
+        new_rows = sorted(zip(missing, vectors), key=lambda pair: pair[0])
         Embedding.objects.bulk_create(
-            [Embedding(content_hash=h, model_name=model_name, vector=v.tobytes()) for h, v in zip(missing, vectors)],
+            [Embedding(content_hash=h, model_name=model_name, vector=v.tobytes()) for h, v in new_rows],
             ignore_conflicts=True,  # another worker may have embedded the same text meanwhile
         )
     embedding_ids = dict(

@@ -3,8 +3,9 @@
 import logging
 
 from celery import current_app, shared_task
+from django.conf import settings
 
-from feedback import import_services, services
+from feedback import import_services, pipeline_services, services
 
 logger = logging.getLogger(__name__)
 
@@ -13,16 +14,40 @@ logger = logging.getLogger(__name__)
 ASSIGN_TASK = "labeling.tasks.assign_items"
 # The rollout checks read the same batch's tool calls, beside scrubbing and embedding (rollouts app).
 CHECK_TASK = "rollouts.tasks.check_items"
+# A single failing item waits this long before its first retry, doubling after each.
+RETRY_FIRST_SECONDS = 5
+
+
+@shared_task
+def embed_waiting(gather: bool = True) -> int:
+    """Embed a batch of whatever items wait, then hand them to assignment (queue ``embed``).
+
+    What a single event's commit queues (feedback.pipeline_services). Steps:
+    with `gather`, wait ``PIPELINE_GATHER_SECONDS`` for more events to join;
+    clear the wake-up mark, so that commits from now on queue a new one;
+    claim up to ``PIPELINE_BATCH_SIZE`` waiting items, oldest first, that no
+    other worker holds (a full batch wakes a peer first); embed them and mark
+    them embedded; queue assignment and the rollout checks for the batch.
+    Redelivered, or run beside another, it takes only items still waiting,
+    so nothing is embedded twice. A failing batch is embedded one item at a
+    time; an item that fails goes to `embed_items`' retries.
+    """
+    pipeline_services.items_wake_clear(gather_seconds=settings.PIPELINE_GATHER_SECONDS if gather else 0.0)
+    batch = pipeline_services.items_embed_waiting(limit=settings.PIPELINE_BATCH_SIZE)
+    _hand_on(embedded_ids=batch.embedded_ids, item_ids=batch.claimed_ids)
+    return len(batch.embedded_ids)
 
 
 @shared_task(bind=True, max_retries=3)
 def embed_items(self, item_ids: list[int]) -> int:
-    """Embed a batch of items, then hand them to assignment.
+    """Embed these items, then hand them to assignment.
 
-    Steps: embed (idempotent: only items still ``received`` are touched);
-    queue assignment for those that got a vector. On an error a batch is split
-    into single items so one bad item cannot hold back the others; a single
-    item is retried with backoff and ends ``failed`` once out of attempts.
+    Queued for batches (webhook batches, imports), by the sweeper and for
+    retries. Steps: embed (idempotent: only items still ``received`` that no
+    other worker holds are touched); queue assignment for those that got a
+    vector. On an error a batch is split into single items so one bad item
+    cannot hold back the others; a single item is retried with backoff and
+    ends ``failed`` once out of attempts.
     """
     try:
         embedded_ids = services.items_embed(item_ids=item_ids)
@@ -32,15 +57,20 @@ def embed_items(self, item_ids: list[int]) -> int:
             services.items_enqueue(item_ids=item_ids, batch_size=1)
             return 0
         services.items_record_failure(item_ids=item_ids, error=f"{type(exc).__name__}: {exc}")
-        raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
+        raise self.retry(exc=exc, countdown=RETRY_FIRST_SECONDS * 2**self.request.retries) from exc
+    _hand_on(embedded_ids=embedded_ids, item_ids=item_ids)
+    return len(embedded_ids)
+
+
+def _hand_on(*, embedded_ids: list[int], item_ids: list[int]) -> None:
+    """Queue assignment for the items that got a vector, and the rollout checks for the whole batch."""
     if embedded_ids:
         assign_task = current_app.tasks.get(ASSIGN_TASK)
         if assign_task is not None:
             assign_task.delay(embedded_ids)
     check_task = current_app.tasks.get(CHECK_TASK)
-    if check_task is not None:
+    if check_task is not None and item_ids:
         check_task.delay(item_ids)  # the whole batch: an item with no words can still have tool calls
-    return len(embedded_ids)
 
 
 @shared_task
