@@ -74,6 +74,40 @@ class CompareAreaOut(_CompareRowOut):
     categories: list[int] = Field(description="ids of the area's categories listed in `categories`")
 
 
+class ComparePairOut(Schema):
+    a: int
+    b: int
+
+
+class CompareRatePairOut(Schema):
+    a: float | None
+    b: float | None
+
+
+class CompareCheckOut(Schema):
+    """A rollout check's figures: the share of each side's checked rollouts with a standing flag of it."""
+
+    check: str = Field(description="the check's name: a built-in one (`vcs_history`) or `custom:<name>`")
+    title: str
+    kind: str = Field(description="`reward hacking`, `risky action` or `custom`")
+    rollouts: ComparePairOut = Field(description="each side's checked rollouts (items with tool calls): the denominator")
+    flagged: ComparePairOut = Field(description="each side's rollouts with a pending or confirmed flag of the check")
+    rate: CompareRatePairOut
+    difference: float | None
+    ci: list[float | None]
+    z: float | None
+    p_value: float | None
+    p_adjusted: float | None = Field(description="Holm-adjusted over the checks tested, a family of their own")
+    tested: bool
+    significant: bool
+    direction: str
+    regression: bool
+    is_new: bool
+    is_gone: bool
+    items_a_url: str
+    items_b_url: str
+
+
 class CompareOverallOut(Schema):
     up_rate_difference: float | None
     ci: list[float | None] | None
@@ -116,6 +150,9 @@ class CompareOut(Schema):
     overall: CompareOverallOut
     areas: list[CompareAreaOut]
     categories: list[CompareCategoryOut]
+    checks_denominator: str
+    checks_tested: int
+    checks: list[CompareCheckOut]
     series: CompareSeriesOut
 
 
@@ -137,12 +174,12 @@ def _authorize(request: HttpRequest) -> None:
     response={200: CompareOut, **error_responses(401, 403, 404, 422)},
     # "from" is a Python keyword: the schema spells it from_ and answers with its alias.
     by_alias=True,
-    summary="Compare two model versions (or two variants) per failure area and category",
+    summary="Compare two model versions (or two variants) per failure area, category and rollout check",
     openapi_extra={
         "responses": {
             200: {
-                "description": "The comparison: JSON by default; with format=csv one row per area and per "
-                "category, told apart by `level`.",
+                "description": "The comparison: JSON by default; with format=csv one row per area, per "
+                "category and per rollout check, told apart by `level` (`area`, `category`, `check`).",
                 "content": {"text/csv": {"schema": {"type": "string"}}},
             }
         }
@@ -158,11 +195,13 @@ def compare_versions(
     format: str = Query("json", description="`json` or `csv`."),  # noqa: A002 - the query parameter's public name
 ):
     """Per area and per category: signals, thumbs-down count and rate on each side, the difference
-    with a 95% Newcombe interval, a two-proportion z-test with Holm's correction (over the areas
-    and over the categories, each its own family), and a flag.
+    with a 95% Newcombe interval, a two-proportion z-test with Holm's correction (over the areas,
+    over the categories and over the rollout checks, each its own family), and a flag.
 
     Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted
-    items included) / all ratings of that side in the range. Authenticate with a reviewer's session or ``Authorization: Bearer <token>`` (a token
+    items included) / all ratings of that side in the range. Per rollout check (`checks`): the
+    side's checked rollouts with a pending or confirmed flag of the check / all its checked
+    rollouts. Authenticate with a reviewer's session or ``Authorization: Bearer <token>`` (a token
     with the ``compare`` scope).
     """
     _authorize(request)
@@ -172,7 +211,7 @@ def compare_versions(
         params = compare.compare_params_parse(a=a, b=b, date_from=date_from, date_to=to, bucket=bucket)
     except compare.CompareError as exc:
         raise ApiError(exc.status, exc.message, exc.field) from None
-    comparison = compare.comparison_build(params=params)
+    comparison = compare.comparison_build(params=params, with_checks=True)
     if format == "csv":
         response = HttpResponse(compare.comparison_csv(comparison), content_type="text/csv; charset=utf-8")
         filename = f"compare_{params.a.spec}_vs_{params.b.spec}_{params.date_from}_{params.date_to}.csv"

@@ -27,6 +27,10 @@ Statistics (no scipy needed, and every figure is reproducible by hand):
   over the categories tested, and separately over the areas tested (each
   level is its own family), significant below ``ALPHA``.
 
+The API's answer and the pinned comparisons also carry a row per rollout
+check (rollouts.compare: the share of each side's checked rollouts a check
+flagged), tested the same way as a third family.
+
 Reads run as one aggregate query (day x version x variant x kind x rating x
 category x area, the area's name joined in) plus one for the category names,
 whatever the number of categories, areas or pinned comparisons.
@@ -42,6 +46,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.db.models import Count, Max, Min, Q
@@ -51,6 +56,11 @@ from django.utils import timezone
 from config.csvcells import spreadsheet_safe
 from feedback.models import FeedbackItem
 from labeling.models import Area, Category, SavedComparison
+
+if TYPE_CHECKING:
+    # rollouts builds on labeling (rollouts.compare imports this module): at run time it is
+    # imported inside the functions that need its rows per check.
+    from rollouts.compare import CheckRow
 
 Z95 = 1.959963984540054  # the 97.5% point of the standard normal: 95% two-sided
 ALPHA = 0.05
@@ -71,6 +81,10 @@ DENOMINATOR = (
     "Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted ones "
     "included) / all ratings (up and down) of that side in the date range. Reports count as signals, "
     "not in the rates."
+)
+CHECKS_DENOMINATOR = (
+    "Rate = the side's rollouts (items with tool calls, checked) with a standing flag of the check (pending or "
+    "confirmed; a dismissed flag does not count) / all the side's checked rollouts in the date range."
 )
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 # The days a comparison may cover: wider than any feedback, and far enough inside what
@@ -566,10 +580,21 @@ class Comparison:
     overall_high: float | None = None
     overall_p_value: float | None = None
     series: dict = field(default_factory=dict)
+    # The rows per rollout check (rollouts.compare), when asked for: the API and the pinned comparisons.
+    checks: list[CheckRow] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[CategoryRow]:
         return [row for row in self.categories if row.regression]
+
+    @property
+    def check_regressions(self) -> list[CheckRow]:
+        """The rollout checks that flag significantly more of b's rollouts."""
+        return [row for row in self.checks if row.regression]
+
+    @property
+    def checks_tested(self) -> int:
+        return sum(row.tested for row in self.checks)
 
     @property
     def area_regressions(self) -> list[AreaRow]:
@@ -581,12 +606,12 @@ class Comparison:
 
     @property
     def regressed(self) -> bool:
-        """Anything significantly worse on b, an area or a category."""
-        return bool(self.area_regressions or self.regressions)
+        """Anything significantly worse on b: an area, a category, or a rollout check (when its rows were read)."""
+        return bool(self.area_regressions or self.regressions or self.check_regressions)
 
     @property
     def regressions_count(self) -> int:
-        return len(self.area_regressions) + len(self.regressions)
+        return len(self.area_regressions) + len(self.regressions) + len(self.check_regressions)
 
     @property
     def improvements_count(self) -> int:
@@ -966,10 +991,22 @@ def _series(*, params: CompareParams, rows: Iterable[tuple[str, dict]]) -> dict:
     return {"bucket": params.bucket, "buckets": [start.isoformat() for start in starts], "lines": lines}
 
 
-def comparison_build(*, params: CompareParams) -> Comparison:
-    """The whole comparison: side totals, per-category figures and flags, the thumbs-up series. Two queries."""
+def comparison_build(*, params: CompareParams, with_checks: bool = False) -> Comparison:
+    """The whole comparison: side totals, per-category figures and flags, the thumbs-up series. Two queries;
+    `with_checks` adds the rows per rollout check (three more)."""
     rows = _daily_counts(sides=(params.a, params.b), date_from=params.date_from, date_to=params.date_to)
-    return _comparison_from_rows(params=params, rows=rows, categories=_categories(rows))
+    comparison = _comparison_from_rows(params=params, rows=rows, categories=_categories(rows))
+    if with_checks:
+        checks_attach([comparison])
+    return comparison
+
+
+def checks_attach(comparisons: Sequence[Comparison]) -> None:
+    """Fill each comparison's rows per rollout check; three queries however many comparisons."""
+    from rollouts.compare import check_rows_many  # rollouts imports this module: not at the top
+
+    for comparison, rows in zip(comparisons, check_rows_many([comparison.params for comparison in comparisons])):
+        comparison.checks = rows
 
 
 # --- Output: page chart, JSON, CSV --------------------------------------------------------
@@ -1073,23 +1110,40 @@ def comparison_json(comparison: Comparison) -> dict:
         },
         "areas": [_area_json(row) for row in comparison.areas],
         "categories": [_category_json(row) for row in comparison.categories],
+        # The rollout checks: a third family for Holm, over the side's checked rollouts, not its ratings.
+        "checks_denominator": CHECKS_DENOMINATOR,
+        "checks_tested": comparison.checks_tested,
+        "checks": _checks_json(comparison.checks),
         "series": comparison.series,
     }
+
+
+def _checks_json(rows: Sequence[CheckRow]) -> list[dict]:
+    if not rows:
+        return []
+    from rollouts.compare import check_rows_json  # rollouts imports this module: not at the top
+
+    return check_rows_json(list(rows))
 
 
 CSV_COLUMNS = (
     "level", "category_id", "area_id", "name", "status", "a", "b", "from", "to", "ratings_a", "ratings_b",
     "signals_a", "signals_b", "down_a", "down_b", "rate_a", "rate_b", "difference", "ci_low", "ci_high",
     "z", "p_value", "p_adjusted", "tested", "significant", "direction", "is_new", "is_gone",
+    # Filled on check rows only, last so that the columns before them keep their places.
+    "check", "rollouts_a", "rollouts_b",
 )
 
 
 def comparison_csv(comparison: Comparison) -> str:
-    """The page's table as rows: each area, followed by its categories, then the categories outside any area.
+    """The page's table as rows: each area, followed by its categories, then the categories outside any area,
+    then the rollout checks (when the comparison has their rows).
 
-    `level` tells an area row from a category row; a category row carries its
-    area's id too. Every row names both sides and their denominators so it
-    stands alone in a spreadsheet.
+    `level` tells an area row from a category row and a check row; a category
+    row carries its area's id too. A check row puts the flagged rollouts in
+    signals and down, its rates over the side's checked rollouts (rollouts_a,
+    rollouts_b), and the check's name in `check`. Every row names both sides
+    and their denominators so it stands alone in a spreadsheet.
     """
     params = comparison.params
     shared = {
@@ -1108,6 +1162,11 @@ def comparison_csv(comparison: Comparison) -> str:
         records.append({"level": "area"} | _area_json(area))
         records += [{"level": "category", "area_id": area.area_id} | _category_json(row) for row in area.categories]
     records += [{"level": "category"} | _category_json(row) for row in comparison.outside_areas]
+    records += [
+        {"level": "check", "check": row.check_name, "rollouts_a": row.rollouts_a, "rollouts_b": row.rollouts_b}
+        | _figures_json(row)
+        for row in comparison.checks
+    ]
     for record in records:
         record |= shared
         writer.writerow({key: spreadsheet_safe("" if value is None else value) for key, value in record.items()})
@@ -1320,17 +1379,23 @@ class PinnedStatus(SavedEntry):
         return self.comparison.area_improvements if self.comparison else []
 
     @property
+    def check_regressions(self) -> list[CheckRow]:
+        return self.comparison.check_regressions if self.comparison else []
+
+    @property
     def regressed(self) -> bool:
         return self.comparison.regressed if self.comparison else False
 
 
 def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OVERVIEW) -> list[PinnedStatus]:
-    """Every pinned comparison with its significant regressions (areas and categories), for the overview;
-    regressed ones first.
+    """Every pinned comparison with its significant regressions (areas, categories and rollout checks), for
+    the overview and the regression notifications; regressed ones first.
 
-    Three queries however many pins: the pins, one aggregate over the union
-    of their sides and windows (with the areas' names), the category names. Each pin then takes its
-    own rows from the shared aggregate.
+    Six queries however many pins: the pins, one aggregate over the union
+    of their sides and windows (with the areas' names), the category names,
+    and for the checks (rollouts.compare.check_rows_many) the checked
+    rollouts and the standing flags over the same union, and the check
+    catalogue. Each pin then takes its own rows from the shared aggregates.
     """
     pins = list(SavedComparison.objects.filter(pinned=True).order_by("-created_at", "-id")[:limit])
     if not pins:
@@ -1358,5 +1423,6 @@ def pinned_regressions(*, today: date | None = None, limit: int = MAX_PINS_ON_OV
         )
         for pin, (params, error) in zip(pins, parts)
     ]
+    checks_attach([status.comparison for status in statuses if status.comparison is not None])
     # What needs attention first; otherwise newest first (a stable sort keeps that order).
     return sorted(statuses, key=lambda status: not status.regressed)

@@ -15,7 +15,10 @@ from feedback.encryption import EncryptedSecretField
 
 
 class Event(models.TextChoices):
-    REGRESSION = "comparison.regression", "A pinned comparison flags a category or area as significantly worse"
+    REGRESSION = (
+        "comparison.regression",
+        "A pinned comparison flags a category, area or rollout check as significantly worse",
+    )
     CATEGORY_NEW = "category.new", "A new category passes the size threshold (after a cluster run)"
     EXPORT_VERSION = "export.version_created", "An export makes a new dataset version"
     EXPORT_FAILED = "export.failed", "An export fails"
@@ -110,7 +113,7 @@ class Delivery(models.Model):
 
 
 class RegressionWatch(models.Model):
-    """One category or area a pinned comparison flagged: announced once per episode.
+    """One category, area or rollout check a pinned comparison flagged: announced once per episode.
 
     An episode ends only after the row has gone unflagged for a quiet period,
     so a regression hovering at the significance line is not announced again
@@ -120,10 +123,14 @@ class RegressionWatch(models.Model):
     class Level(models.TextChoices):
         AREA = "area", "Area"
         CATEGORY = "category", "Category"
+        CHECK = "check", "Rollout check"
 
     saved_comparison = models.ForeignKey("labeling.SavedComparison", on_delete=models.CASCADE, related_name="+")
     level = models.CharField(max_length=10, choices=Level.choices)
+    # An area's or category's id; 0 for a check, which is named by target_key.
     target_id = models.BigIntegerField()
+    # A check's name ("vcs_history", "custom:<name>"): checks have no row id. Empty for areas and categories.
+    target_key = models.CharField(max_length=100, blank=True, default="")
     active = models.BooleanField(default=True)
     episode = models.PositiveIntegerField(default=1)
     first_flagged_at = models.DateTimeField(default=timezone.now)
@@ -133,7 +140,7 @@ class RegressionWatch(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["saved_comparison", "level", "target_id"], name="regression_watch_one_per_target"
+                fields=["saved_comparison", "level", "target_id", "target_key"], name="regression_watch_one_per_target"
             ),
         ]
 

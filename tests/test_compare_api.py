@@ -68,7 +68,11 @@ def test_the_csv_answer_has_one_row_per_category_that_stands_alone(client, revie
     assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"] == 'attachment; filename="compare_1.0_vs_1.1_2026-11-02_2026-11-15.csv"'
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    # The categories, then one row per built-in rollout check (none of these items has tool calls: nothing to test).
+    checks = [row for row in rows if row["level"] == "check"]
+    rows = [row for row in rows if row["level"] != "check"]
     assert [row["name"] for row in rows] == ["Regressed", "Borderline", "Brand new", "Rare", "Unchanged", "Gone"]
+    assert len(checks) == 6 and all(row["rollouts_a"] == row["rollouts_b"] == "0" and row["tested"] == "False" for row in checks)
     first = rows[0]
     assert {key: first[key] for key in ("a", "b", "from", "to", "ratings_a", "ratings_b", "down_a", "down_b")} == {
         "a": "1.0", "b": "1.1", "from": "2026-11-02", "to": "2026-11-15", "ratings_a": "200", "ratings_b": "200",

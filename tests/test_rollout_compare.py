@@ -1,5 +1,8 @@
-"""The comparison's rows per rollout check: a planted rise is flagged, with the categories' statistics."""
+"""The comparison's rows per rollout check: a planted rise is flagged, with the categories' statistics, on the
+compare page and in the comparison API (JSON and CSV)."""
 
+import csv
+import io
 import uuid
 from datetime import date, timedelta
 
@@ -107,3 +110,68 @@ def test_the_checks_rows_refuse_a_comparison_that_cannot_be_made(planted):
     response = client.get("/rollouts/compare/", {"a": "2.1", "b": "9.9"})
     assert response.status_code in (404, 422) and "9.9" in response.content.decode()
     assert client_for(user_make("olga")).get("/rollouts/compare/", {"a": "2.1", "b": "2.2"}).status_code == 403
+
+
+# --- The comparison API: a row per check in JSON and CSV ----------------------------------
+
+
+def api_query(day, **more) -> dict:
+    return {"a": "2.1", "b": "2.2", "from": day.isoformat(), "to": day.isoformat()} | more
+
+
+def test_the_compare_api_answers_a_row_per_check_with_the_planted_rise(planted):
+    client = client_for(user_make("rita", "reviewer"))
+    data = client.get("/api/v1/compare", api_query(planted)).json()
+    assert data["checks"][0]["check"] == "vcs_history"  # the largest rise first
+    row = {row["check"]: row for row in data["checks"]}["vcs_history"]
+    assert (row["title"], row["kind"]) == ("Reads version-control history", "reward hacking")
+    assert row["rollouts"] == {"a": 1000, "b": 1000} and row["flagged"] == {"a": 3, "b": 41}
+    assert row["rate"] == {"a": 0.003, "b": 0.041} and row["difference"] == 0.038
+    assert row["tested"] and row["significant"] and row["regression"] and row["direction"] == "worse"
+    assert row["items_b_url"] == f"/search/?flag=vcs_history&model_version=2.2&date_from={planted}&date_to={planted}"
+    # The figures of the compare page's rows, and the check family counted apart from the categories.
+    assert data["checks"] == check_rows_json(check_rows(params=params_for(planted)))
+    assert data["checks_tested"] == sum(row["tested"] for row in data["checks"]) and data["tested"] == 0
+    assert "checked rollouts" in data["checks_denominator"]
+    # The ratings stay the categories' denominator, beside the checks'.
+    assert (data["a"]["ratings"], data["b"]["ratings"]) == (1000, 1000)
+
+
+def test_the_compare_csv_has_a_check_row_in_the_table_s_own_columns(planted):
+    client = client_for(user_make("rita", "reviewer"))
+    response = client.get("/api/v1/compare", api_query(planted, format="csv"))
+    assert response.status_code == 200
+    header, *lines = response.content.decode().splitlines()
+    assert header.startswith("level,category_id,area_id,name,status,a,b,from,to,ratings_a,ratings_b,")
+    assert header.endswith(",is_new,is_gone,check,rollouts_a,rollouts_b")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert {row["level"] for row in rows} == {"check"}  # no categories in these data
+    row = next(row for row in rows if row["check"] == "vcs_history")
+    assert {key: row[key] for key in ("name", "category_id", "area_id", "a", "b", "from", "to")} == {
+        "name": "Reads version-control history", "category_id": "", "area_id": "", "a": "2.1", "b": "2.2",
+        "from": planted.isoformat(), "to": planted.isoformat(),
+    }
+    assert (row["rollouts_a"], row["rollouts_b"], row["signals_a"], row["signals_b"], row["down_a"], row["down_b"]) == (
+        "1000", "1000", "3", "41", "3", "41",
+    )
+    assert (row["rate_a"], row["rate_b"], row["difference"]) == ("0.003", "0.041", "0.038")
+    assert (row["tested"], row["significant"], row["direction"]) == ("True", "True", "worse")
+    assert float(row["p_adjusted"]) < 0.05 and float(row["ci_low"]) > 0
+    quiet = next(row for row in rows if row["check"] == "destructive")
+    assert (quiet["down_a"], quiet["down_b"], quiet["tested"], quiet["significant"]) == ("0", "0", "False", "False")
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "body"),
+    [
+        ({"b": ""}, 422, {"error": "b: pick the model version to compare with it (b)", "field": "b"}),
+        ({"b": "9.9"}, 404, {"error": "b: no feedback for model version '9.9'", "field": "b"}),
+        ({"b": "2.1"}, 422, {"error": "b: compare two different versions or variants; a and b are the same", "field": "b"}),
+        ({"from": "2026-13-01"}, 422, {"error": "from: '2026-13-01' is not a date; use YYYY-MM-DD", "field": "from"}),
+        ({"format": "xml"}, 422, {"error": "format: must be 'json' or 'csv'", "field": "format"}),
+    ],
+)
+def test_the_compare_api_still_refuses_bad_parameters_with_the_same_messages(planted, query, status, body):
+    client = client_for(user_make("rita", "reviewer"))
+    response = client.get("/api/v1/compare", api_query(planted) | query)
+    assert response.status_code == status and response.json() == body
