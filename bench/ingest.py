@@ -163,6 +163,23 @@ def pg_admin(sql: str) -> None:
         conn.execute(sql)
 
 
+def pg_admin_at(url, sql: str) -> None:
+    """Run one statement on the maintenance database of the server a parsed postgres:// URL names."""
+    import psycopg
+
+    with psycopg.connect(
+        host=url.hostname, port=url.port or 5432, user=url.username or "postgres", password=url.password,
+        dbname="postgres", autocommit=True, connect_timeout=5,
+    ) as conn:
+        conn.execute(sql)
+
+
+def redis_flush(redis_url: str) -> None:
+    import redis
+
+    redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=10).flushdb()
+
+
 def database_create(db_name: str) -> None:
     pg_admin(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
     pg_admin(f'CREATE DATABASE "{db_name}"')

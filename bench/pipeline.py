@@ -139,20 +139,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --- Database and broker ------------------------------------------------------------------
 
 
-def pg_admin(url, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(
-        host=url.hostname, port=url.port or 5432, user=url.username or "postgres", password=url.password,
-        dbname="postgres", autocommit=True, connect_timeout=5,
-    ) as conn:
-        conn.execute(sql)
-
-
-def redis_flush(redis_url: str) -> None:
-    import redis
-
-    redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=10).flushdb()
+# The maintenance connection and the broker flush of the other benches (bench/ingest.py).
+pg_admin = ingest.pg_admin_at
+redis_flush = ingest.redis_flush
 
 
 def demo_load(env: dict[str, str], count: int) -> None:
