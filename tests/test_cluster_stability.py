@@ -130,6 +130,6 @@ def test_a_runs_page_lists_what_it_created_renamed_resized_and_retired(client):
     for event in resized:
         change = event.details["items"]
         assert f"{change['before']} → {change['after']} items" in page and escape(event.category.name) in page
-    assert 'id="run-retired"' in page and emptied.name in page
+    assert 'id="run-retired"' in page and escape(emptied.name) in page
     first_page = reviewer.get(f"/runs/{first.id}/").content.decode()
     assert 'id="run-new-categories"' in first_page and "No category was renamed." in first_page
