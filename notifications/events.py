@@ -220,6 +220,14 @@ def _regression_message(status, level: str, row) -> tuple[str, str, dict]:
         "target": {"id": row.row_id, "name": target},
         "down_a": row.down_a,
         "down_b": row.down_b,
+        **_rate_payload(row),
+    }
+    return summary, "\n".join(lines), payload
+
+
+def _rate_payload(row) -> dict:
+    """The figures of a flagged row (area, category or check) that every regression payload carries."""
+    return {
         "rate_a": row.rate_a,
         "rate_b": row.rate_b,
         "difference": row.difference,
@@ -228,7 +236,6 @@ def _regression_message(status, level: str, row) -> tuple[str, str, dict]:
         "p_adjusted": row.p_adjusted,
         "items_url": _items_link(row.items_b_url),
     }
-    return summary, "\n".join(lines), payload
 
 
 def _as_clause(title: str) -> str:
@@ -265,13 +272,7 @@ def _check_regression_message(status, row) -> tuple[str, str, dict]:
         "rollouts_b": row.rollouts_b,
         "flagged_a": row.down_a,
         "flagged_b": row.down_b,
-        "rate_a": row.rate_a,
-        "rate_b": row.rate_b,
-        "difference": row.difference,
-        "ci_low": row.ci_low,
-        "ci_high": row.ci_high,
-        "p_adjusted": row.p_adjusted,
-        "items_url": _items_link(row.items_b_url),
+        **_rate_payload(row),
     }
     return summary, "\n".join(lines), payload
 
