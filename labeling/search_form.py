@@ -4,6 +4,7 @@ from django import forms
 
 from config.ids import id_parse, is_id
 from feedback.models import FeedbackItem
+from labeling.keyset import cursor_parse
 from labeling.models import Label
 from labeling.meaning import QUERY_MAX_CHARS
 from labeling.selectors import SearchFilters
@@ -37,6 +38,9 @@ class SearchForm(forms.Form):
     date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     flag = forms.CharField(required=False, max_length=60, label="Rollout flag")
+    # Keyset page links (labeling.keyset): the item a page starts after or ends before.
+    after = forms.CharField(required=False, max_length=60, widget=forms.HiddenInput)
+    before = forms.CharField(required=False, max_length=60, widget=forms.HiddenInput)
 
     def clean(self):
         cleaned = super().clean()
@@ -57,6 +61,9 @@ class SearchForm(forms.Form):
         like = cleaned.get("like") or ""
         if like and not is_id(like):
             self.add_error("like", "Pick an item by its number, as on its page (#123).")
+        for name in ("after", "before"):
+            if cleaned.get(name) and cursor_parse(cleaned[name]) is None:
+                self.add_error(name, "This page link is not valid; start again from the newest page.")
         text = cleaned.get("q") or ""
         if self.by_meaning():
             if len(text) > QUERY_MAX_CHARS and not like:
@@ -81,6 +88,10 @@ class SearchForm(forms.Form):
 
     def like_item_id(self) -> int | None:
         return id_parse(self.cleaned_data.get("like") or "")
+
+    def cursors(self) -> dict:
+        """`after` and `before` of a page link, parsed (see labeling.keyset)."""
+        return {name: cursor_parse(self.cleaned_data[name]) for name in ("after", "before") if self.cleaned_data.get(name)}
 
     def filters(self) -> SearchFilters:
         # Only the fields that filter: the mode and "more like" say how to rank, not what to keep.

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from labeling import area_selectors, meaning, selectors
+from labeling.keyset import keyset_page, page_number_parse
 from labeling.compare import pinned_regressions
 from labeling.permissions import is_reviewer, reviewer_required
 from labeling.search_form import SearchForm
@@ -42,22 +43,26 @@ def search(request: HttpRequest) -> HttpResponse:
         )
         if by_meaning.error:
             form.add_error("like" if form.like_item_id() else "q", by_meaning.error)
-        items = by_meaning.ranking
-    elif form.is_bound and form.is_valid():
-        items = selectors.items_search(filters=form.filters(), viewer=request.user)
-    elif not form.is_bound:
-        items = selectors.items_search(filters=selectors.SearchFilters(), viewer=request.user)
-    else:
-        items = None
-    if items is not None:
-        page = Paginator(items, 50).get_page(request.GET.get("page"))
-    query = {key: value for key, value in request.GET.items() if key != "page" and value}
+        if by_meaning.ranking is not None:
+            # At most MEANING_LIMIT ranked items, already in memory: numbered pages.
+            page = Paginator(by_meaning.ranking, 50).get_page(request.GET.get("page"))
+            count = page.paginator.count
+    elif not form.is_bound or form.is_valid():
+        filters = form.filters() if form.is_bound else selectors.SearchFilters()
+        page = keyset_page(
+            selectors.items_search(filters=filters, viewer=request.user),
+            **(form.cursors() if form.is_bound else {}),
+            page_number=page_number_parse(request.GET.get("page")),
+        )
+        count = page.count
+    query = {key: value for key, value in request.GET.items() if key not in ("page", "after", "before") and value}
     context = {
         "form": form,
         "page": page,
+        "count": count if page is not None else 0,
         "query": urlencode(query),
         "choices": selectors.search_choices(),
-        "bulk": bulk_panel_for(request, scope="search", total=page.paginator.count) if page is not None else None,
+        "bulk": bulk_panel_for(request, scope="search", total=count) if page is not None else None,
         "by_meaning": by_meaning,
         "meaning_limit": meaning.MEANING_LIMIT,
         # "Search by a text instead" of more like an item: the same filters, by meaning.
