@@ -48,16 +48,23 @@ def main() -> None:
     category = Category.objects.order_by("-size").first()
     item = FeedbackItem.objects.order_by("-id").first()
     far_category = far_category_from(item)
+    from labeling.keyset import cursor_of
+
+    # The link "Older" leads to from the 500th page: the same depth by keyset.
+    deep = FeedbackItem.objects.order_by("-occurred_at", "-id")[min(499 * 50, args.n) - 1]
     pages = [
         ("baseline: report form (reads no feedback)", "/reports/new"),
         ("overview", "/"),
         ("category list", "/categories/"),
         ("category list, page 3, by growth", "/categories/?sort=growth&page=3"),
+        ("area list", "/areas/"),
+        ("comparison 2.1 vs 2.2, defaults", "/compare/?a=2.1&b=2.2"),
         ("category detail", f"/categories/{category.id}/"),
         ("category detail, items page 20", f"/categories/{category.id}/?page=20"),
         ("search, all items", "/search/"),
         ("search, text + filters", "/search/?q=wrong+file&rating=down&model_version=2.1"),
-        ("search, page 500", "/search/?page=500"),
+        ("search, page 500 by OFFSET (old links)", "/search/?page=500"),
+        ("search, page 500 by keyset", f"/search/?after={cursor_of(deep)}"),
         ("item detail", f"/items/{item.id}/"),
         # Search by meaning: the query text's vector is cached after the first
         # request, so these are the index and filter figures; embedding a new

@@ -378,6 +378,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "feedback.tasks.sweep_unprocessed",
         "schedule": float(env_int("SWEEPER_INTERVAL_SECONDS", 60)),
     },
+    # The reviewer pages' pre-aggregated counts (labeling.counts): changes folded in.
+    "compact-counts": {
+        "task": "labeling.tasks.compact_counts",
+        "schedule": float(env_int("COUNTS_COMPACT_SECONDS", 60, low=5)),
+    },
     "nightly-clustering": {
         "task": "labeling.tasks.scheduled_clustering",
         "schedule": env_crontab("CLUSTER_SCHEDULE_CRON", "30 2 * * *"),

@@ -2,9 +2,11 @@
 
 An item's area is on its assignment: with a category it sits in that
 category's area, without one it waits in the area's "unsorted" bucket. Every
-figure a page shows comes from one grouped query, however many areas there are.
+count a page shows comes from one grouped read of the pre-aggregated counts
+(labeling.counts), however many areas and items there are.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.core.paginator import Page, Paginator
@@ -13,7 +15,8 @@ from django.db.models.functions import Coalesce, Lower
 
 from config.ids import id_parse
 from feedback.models import FeedbackItem
-from labeling.category_selectors import PAGE_SIZE, thumbs_down_total
+from labeling.category_selectors import PAGE_SIZE
+from labeling.counts import counted
 from labeling.models import Area, Category
 from labeling.services import failure_signals
 
@@ -21,9 +24,14 @@ OPEN_STATUSES = (Area.Status.PROPOSED, Area.Status.CONFIRMED)
 NO_AREA = "none"  # the ?area= value for categories (or items) in no area
 
 
-def _with_counts(areas: QuerySet[Area], *, model_version: str = "") -> QuerySet[Area]:
-    """Annotate items (sorted or not), unsorted items and thumbs-down per area; with a version, that version's only."""
-    scope = Q(assignments__item__model_version=model_version) if model_version else Q()
+def _with_counts(areas: QuerySet[Area], *, model_version: str = "") -> list[Area]:
+    """The areas, each with its items (sorted or not), unsorted items, thumbs-down and categories.
+
+    The item counts come from the pre-aggregated counts (labeling.counts) in
+    one grouped read, whatever the number of areas or items; with a version,
+    that version's only. `total_down` on each is every thumbs-down, in an
+    area or not: the denominator of its share.
+    """
     categories = (
         Category.objects.filter(area=OuterRef("pk"))
         .exclude(status=Category.Status.MERGED)
@@ -32,13 +40,23 @@ def _with_counts(areas: QuerySet[Area], *, model_version: str = "") -> QuerySet[
         .annotate(n=Count("id"))
         .values("n")
     )
-    return areas.defer("centroid").annotate(
-        n_items=Count("assignments", filter=scope & Q(assignments__isnull=False)),
-        unsorted=Count("assignments", filter=scope & Q(assignments__category__isnull=True)),
-        thumbs_down=Count("assignments", filter=scope & Q(assignments__item__rating=-1)),
-        # A subquery, not a second join: joining categories and assignments would multiply the counts.
+    areas = list(areas.defer("centroid").annotate(
         n_categories=Coalesce(Subquery(categories, output_field=IntegerField()), Value(0)),
-    )
+    ))
+    scope = Q(model_version=model_version) if model_version else Q()
+    figures: dict[int, dict[str, int]] = defaultdict(lambda: {"n_items": 0, "unsorted": 0, "thumbs_down": 0})
+    total_down = 0
+    for (area_id, category_id, rating), n in counted(("area_id", "category_id", "rating"), scope).items():
+        row = figures[area_id]
+        row["n_items"] += n
+        row["unsorted"] += n if category_id == 0 else 0
+        row["thumbs_down"] += n if rating == -1 else 0
+        total_down += n if rating == -1 else 0
+    for area in areas:
+        for name, value in figures[area.id].items():
+            setattr(area, name, value)
+        area.total_down = total_down
+    return areas
 
 
 # --- The list of areas -----------------------------------------------------------------
@@ -46,23 +64,16 @@ def _with_counts(areas: QuerySet[Area], *, model_version: str = "") -> QuerySet[
 
 def area_list() -> list[Area]:
     """Open areas by name, each with its counts and its share of all thumbs-down (in %, None when there are none)."""
-    areas = list(_with_counts(Area.objects.filter(status__in=OPEN_STATUSES)).order_by(Lower("name"), "id"))
-    total_down = thumbs_down_total() if areas else 0
+    areas = _with_counts(Area.objects.filter(status__in=OPEN_STATUSES).order_by(Lower("name"), "id"))
     for area in areas:
-        area.down_share = 100 * area.thumbs_down / total_down if total_down else None
+        area.down_share = 100 * area.thumbs_down / area.total_down if area.total_down else None
     return areas
 
 
 def top_areas(*, limit: int = 10) -> list[Area]:
     """The open areas with the most items, for the overview: counts and share of all thumbs-down, in one query."""
-    # The denominator rides along as a scalar subquery so the overview's query count does not grow with it.
-    all_downs = FeedbackItem.objects.filter(rating=-1).order_by().values("rating").annotate(n=Count("id")).values("n")[:1]
-    areas = list(
-        _with_counts(Area.objects.filter(status__in=OPEN_STATUSES))
-        .annotate(total_down=Coalesce(Subquery(all_downs, output_field=IntegerField()), Value(0)))
-        .filter(n_items__gt=0)
-        .order_by("-n_items", Lower("name"), "id")[:limit]
-    )
+    areas = [area for area in _with_counts(Area.objects.filter(status__in=OPEN_STATUSES)) if area.n_items]
+    areas = sorted(areas, key=lambda area: (-area.n_items, area.name.lower(), area.id))[:limit]
     for area in areas:
         area.down_share = 100 * area.thumbs_down / area.total_down if area.total_down else None
     return areas
@@ -87,15 +98,14 @@ def unsorted_total() -> int:
 
 
 def area_with_counts(*, area_id: int) -> Area | None:
-    area = (
-        _with_counts(Area.objects.filter(id=area_id))
+    found = _with_counts(
+        Area.objects.filter(id=area_id)
         .select_related("merged_into", "created_by_run", "last_run")
         .defer("merged_into__centroid")
-        .first()
     )
+    area = found[0] if found else None
     if area is not None:
-        total_down = thumbs_down_total()
-        area.down_share = 100 * area.thumbs_down / total_down if total_down else None
+        area.down_share = 100 * area.thumbs_down / area.total_down if area.total_down else None
     return area
 
 
@@ -133,7 +143,7 @@ def area_choices() -> QuerySet[Area]:
 
 def areas_by_id(*, model_version: str = "") -> dict[int, Area]:
     """Every area (merged ones too: a link may still name them) with its counts, by id, in one query."""
-    areas = _with_counts(Area.objects.all(), model_version=model_version).order_by(Lower("name"), "id")
+    areas = _with_counts(Area.objects.order_by(Lower("name"), "id"), model_version=model_version)
     return {area.id: area for area in areas}
 
 

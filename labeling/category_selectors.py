@@ -1,22 +1,25 @@
 """Reads for the category pages and the cluster-run pages.
 
 Every figure a list shows is computed by the database in the query that
-fetches the page (conditional counts), so a page costs the same number of
-queries whether it shows 5 categories or 50.
+fetches the page (sums of the pre-aggregated daily counts, labeling.counts),
+so a page costs the same number of queries whether it shows 5 categories or
+50, and the same time whether they hold a thousand items or a million.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
 from config.ids import id_parse, is_id
 from feedback.models import FeedbackItem
 from labeling import clustering
+from labeling.counts import counted, counted_total
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
 from labeling.permissions import is_admin
 from labeling.review_selectors import labels_hidden_from
@@ -39,12 +42,14 @@ STATUS_CHOICES = [
     *Category.Status.choices,
 ]
 
+# Sort keys of category_list's rows (every one ends in the id, so the order is total).
 SORTS = {
-    "size": ("-n_items", "id"),
-    "growth": ("-growth", "-n_items", "id"),
-    "name": (Lower("name").asc(), "id"),
-    "newest": ("-created_at", "-id"),
+    "size": lambda category: (-category.n_items, category.id),
+    "growth": lambda category: (-category.growth, -category.n_items, category.id),
+    "name": lambda category: (category.name.lower(), category.id),
+    "newest": lambda category: (-category.created_at.timestamp(), -category.id),
 }
+COUNT_FIELDS = ("n_items", "thumbs_down", "reports", "recent", "previous")
 DEFAULT_SORT = "size"
 SORT_CHOICES = [("size", "Size"), ("growth", "Growth (7 days)"), ("name", "Name"), ("newest", "Newest")]
 
@@ -60,48 +65,53 @@ class CategoryListFilters:
     area: str = ""
 
 
-def category_list(*, filters: CategoryListFilters, now: datetime | None = None) -> QuerySet[Category]:
-    """Categories with their counts, filtered and sorted, in one grouped query.
+def category_list(*, filters: CategoryListFilters, now: datetime | None = None) -> list[Category]:
+    """Categories with their counts, filtered and sorted.
 
-    With a model version chosen every count covers that version's items only,
-    and categories without such items are left out.
+    Counts come from the pre-aggregated counts (labeling.counts) in two
+    grouped reads, whatever the number of categories or items; categories
+    number hundreds, so they are sorted here. With a model version chosen
+    every count covers that version's items only, and categories without
+    such items are left out.
     """
-    now = now or timezone.now()
-    recent_start, previous_start = now - GROWTH_WINDOW, now - 2 * GROWTH_WINDOW
+    today = (now or timezone.now()).date()
+    # Growth compares the last seven days (today included) with the seven before.
+    recent_start = today - (GROWTH_WINDOW - timedelta(days=1))
+    previous_start = recent_start - GROWTH_WINDOW
+    scope = ~Q(category_id=0) & (Q(model_version=filters.model_version) if filters.model_version else Q())
+    figures: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNT_FIELDS, 0))
+    for (category_id, kind, rating), n in counted(("category_id", "kind", "rating"), scope).items():
+        row = figures[category_id]
+        row["n_items"] += n
+        row["thumbs_down"] += n if rating == -1 else 0
+        row["reports"] += n if kind == FeedbackItem.Kind.REPORT else 0
+    for (category_id, day), n in counted(("category_id", "day"), scope & Q(day__gte=previous_start), daily=True).items():
+        figures[category_id]["recent" if day >= recent_start else "previous"] += n
 
-    scope = Q()
-    if filters.model_version:
-        scope = Q(assignments__item__model_version=filters.model_version)
     # The centroid is a 1.5 kB vector no list needs.
-    categories = Category.objects.defer("centroid").annotate(
-        n_items=Count("assignments", filter=scope & Q(assignments__isnull=False)),
-        thumbs_down=Count("assignments", filter=scope & Q(assignments__item__rating=-1)),
-        reports=Count("assignments", filter=scope & Q(assignments__item__kind=FeedbackItem.Kind.REPORT)),
-        recent=Count("assignments", filter=scope & Q(assignments__item__occurred_at__gte=recent_start)),
-        previous=Count(
-            "assignments",
-            filter=scope
-            & Q(assignments__item__occurred_at__gte=previous_start, assignments__item__occurred_at__lt=recent_start),
-        ),
-    ).annotate(growth=F("recent") - F("previous"))
-
-    if filters.status == ALL_STATUSES:
-        pass
-    elif filters.status in Category.Status.values:
+    categories = Category.objects.defer("centroid")
+    if filters.status in Category.Status.values:
         categories = categories.filter(status=filters.status)
-    else:
-        categories = categories.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED)).exclude(
-            status=Category.Status.PROPOSED, n_items=0
-        )
-    if filters.model_version:
-        categories = categories.filter(n_items__gt=0)
+    elif filters.status != ALL_STATUSES:
+        categories = categories.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED))
     if filters.search:
         categories = categories.filter(name__icontains=filters.search)
     if filters.area == "none":
         categories = categories.filter(area__isnull=True)
     elif is_id(filters.area):
         categories = categories.filter(area_id=id_parse(filters.area))
-    return categories.order_by(*SORTS.get(filters.sort, SORTS[DEFAULT_SORT]))
+    listed = []
+    for category in categories:
+        for field, value in figures.get(category.id, dict.fromkeys(COUNT_FIELDS, 0)).items():
+            setattr(category, field, value)
+        category.growth = category.recent - category.previous
+        hidden = filters.status not in (ALL_STATUSES, *Category.Status.values) and (
+            category.status == Category.Status.PROPOSED and not category.n_items
+        )
+        if not hidden and not (filters.model_version and not category.n_items):
+            listed.append(category)
+    sort = SORTS.get(filters.sort, SORTS[DEFAULT_SORT])
+    return sorted(listed, key=sort)
 
 
 def category_list_page(
@@ -118,9 +128,7 @@ def category_list_page(
     ``area_order``: a sort key (labeling.area_selectors.area_order_key) that
     puts the categories area by area, each area's in the chosen order.
     """
-    # Categories number hundreds, not millions: one grouped query for all of
-    # them costs half of a COUNT over the grouping plus the page's own query.
-    categories = list(category_list(filters=filters, now=now))
+    categories = category_list(filters=filters, now=now)
     if area_order is not None:
         categories.sort(key=area_order)  # stable: the chosen sort holds within each area
     page = Paginator(categories, PAGE_SIZE).get_page(page_number)
@@ -143,23 +151,18 @@ def category_list_page(
 
 
 def thumbs_down_total(*, model_version: str = "") -> int:
-    downs = FeedbackItem.objects.filter(rating=-1)
-    if model_version:
-        downs = downs.filter(model_version=model_version)
-    return downs.count()
+    return counted_total(Q(rating=-1, model_version=model_version) if model_version else Q(rating=-1))
 
 
 def thumbs_down_by_version() -> dict[str, int]:
     """Thumbs-down per model version, every version present (0 if none; "" for items without one).
 
-    One grouped query gives both the version menu and the list's share denominator.
+    One grouped read gives both the version menu and the list's share denominator.
     """
-    return dict(
-        FeedbackItem.objects.order_by()
-        .values_list("model_version")
-        .annotate(n=Count("id", filter=Q(rating=-1)))
-        .values_list("model_version", "n")
-    )
+    found: dict[str, int] = {}
+    for (model_version, rating), n in counted(("model_version", "rating")).items():
+        found[model_version] = found.get(model_version, 0) + (n if rating == -1 else 0)
+    return found
 
 
 # --- One category ----------------------------------------------------------------

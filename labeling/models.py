@@ -315,3 +315,59 @@ class DatasetPin(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["dataset_id", "item"], name="dataset_pin_unique")]
+
+
+class _Counted(models.Model):
+    """What the reviewer pages count items by: kind, rating, version, variant, category and area.
+
+    "None" is stored as 0 (rating, category, area) or "" so that one key is
+    one row: a unique constraint treats NULLs as distinct. Category and area
+    are plain ids: the counts of a deleted one simply drop to zero.
+    """
+
+    kind = models.CharField(max_length=10)
+    rating = models.SmallIntegerField(default=0)
+    model_version = models.CharField(max_length=100, default="")
+    variant = models.CharField(max_length=100, default="")
+    category_id = models.BigIntegerField(default=0)
+    area_id = models.BigIntegerField(default=0)
+    n = models.BigIntegerField()
+
+    KEY = ("kind", "rating", "model_version", "variant", "category_id", "area_id")
+
+    class Meta:
+        abstract = True
+
+
+class CountTotal(_Counted):
+    """Items per key of all time (see _Counted), folded in from DailyCountChange by labeling.counts."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=_Counted.KEY, name="count_total_unique_key")]
+        indexes = [
+            models.Index(fields=["category_id"], name="count_total_category"),
+            models.Index(fields=["area_id"], name="count_total_area"),
+        ]
+
+
+class DailyCount(_Counted):
+    """Items per day (of occurred_at, in UTC) and key, folded in from DailyCountChange by labeling.counts."""
+
+    day = models.DateField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("day", *_Counted.KEY), name="daily_count_unique_key")]
+        indexes = [
+            models.Index(fields=["category_id", "day"], name="daily_count_category"),
+            models.Index(fields=["day"], name="daily_count_day"),
+        ]
+
+
+class DailyCountChange(_Counted):
+    """+1 / -1 per day and key, appended by database triggers on items and assignments (migration labeling 0009).
+
+    Append-only, so concurrent writers never wait on one counter row; readers
+    add these to DailyCount and CountTotal until the sweep folds them in.
+    """
+
+    day = models.DateField()

@@ -4,12 +4,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db.models import BooleanField, Case, CharField, Count, Exists, OuterRef, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import Lower, TruncDate
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from config.ids import id_parse
 from feedback.models import FeedbackItem
-from labeling.compare import day_start
+from labeling import counts
 from labeling.models import Area, Assignment, Category, ClusterRun, Label
 from labeling.permissions import is_admin
 from labeling.review_selectors import labels_hidden_from
@@ -40,26 +40,22 @@ def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[l
     """Per day and model version/variant: how many ratings, and the share that were thumbs-down."""
     now = now or timezone.now()
     since = (now - timedelta(days=days - 1)).date()
-    rows = (
-        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, occurred_at__gte=day_start(since))
-        .annotate(day=TruncDate("occurred_at"))
-        .values("day", "model_version", "variant")
-        .annotate(total=Count("id"), down=Count("id", filter=Q(rating=-1)))
-        .order_by()
+    rows = counts.counted(
+        ("day", "model_version", "variant", "rating"), Q(kind=FeedbackItem.Kind.RATING, day__gte=since), daily=True
     )
     calendar = _days(since, now.date())
     position = {day: index for index, day in enumerate(calendar)}
     totals: dict[str, list[int]] = {}
     downs: dict[str, list[int]] = {}
-    for row in rows:
-        label = row["model_version"] or "unknown"
-        if row["variant"]:
-            label += f" · {row['variant']}"
-        index = position.get(row["day"])
+    for (day, model_version, variant, rating), n in rows.items():
+        label = model_version or "unknown"
+        if variant:
+            label += f" · {variant}"
+        index = position.get(day)
         if index is None:
             continue
-        totals.setdefault(label, [0] * len(calendar))[index] += row["total"]
-        downs.setdefault(label, [0] * len(calendar))[index] += row["down"]
+        totals.setdefault(label, [0] * len(calendar))[index] += n
+        downs.setdefault(label, [0] * len(calendar))[index] += n if rating == -1 else 0
     series = [
         VersionSeries(
             label=label,
@@ -73,15 +69,12 @@ def ratings_over_time(*, days: int = 30, now: datetime | None = None) -> tuple[l
 
 def version_summary() -> list[dict]:
     """Per model version: ratings, thumbs-down count and rate, reports."""
-    rows = (
-        FeedbackItem.objects.values("model_version")
-        .annotate(
-            ratings=Count("id", filter=Q(kind=FeedbackItem.Kind.RATING)),
-            down=Count("id", filter=Q(rating=-1)),
-            reports=Count("id", filter=Q(kind=FeedbackItem.Kind.REPORT)),
-        )
-        .order_by("-model_version")
-    )
+    versions: dict[str, dict] = {}
+    for (model_version, kind, rating), n in counts.counted(("model_version", "kind", "rating")).items():
+        row = versions.setdefault(model_version, {"model_version": model_version, "ratings": 0, "down": 0, "reports": 0})
+        row["ratings" if kind == FeedbackItem.Kind.RATING else "reports"] += n
+        row["down"] += n if rating == -1 else 0
+    rows = sorted(versions.values(), key=lambda row: row["model_version"], reverse=True)
     return [dict(row, down_rate=(row["down"] / row["ratings"]) if row["ratings"] else None) for row in rows]
 
 
@@ -94,20 +87,16 @@ def top_categories(*, limit: int = 10, days: int = 14, now: datetime | None = No
         .order_by("-size", "id")
         .only("id", "name", "status", "size")[:limit]
     )
-    total_failures = FeedbackItem.objects.filter(Q(rating=-1) | Q(kind=FeedbackItem.Kind.REPORT)).count()
-    daily = (
-        FeedbackItem.objects.filter(assignment__category__in=categories, occurred_at__gte=day_start(since))
-        .annotate(day=TruncDate("occurred_at"))
-        .values("assignment__category", "day")
-        .annotate(n=Count("id"))
-        .order_by()
+    total_failures = counts.counted_total(Q(rating=-1) | Q(kind=FeedbackItem.Kind.REPORT))
+    daily = counts.counted(
+        ("category_id", "day"), Q(category_id__in=[category.id for category in categories], day__gte=since), daily=True
     )
     calendar = _days(since, now.date())
     position = {day: index for index, day in enumerate(calendar)}
     trends = {category.id: [0] * len(calendar) for category in categories}
-    for row in daily:
-        if row["day"] in position:
-            trends[row["assignment__category"]][position[row["day"]]] += row["n"]
+    for (category_id, day), n in daily.items():
+        if day in position:
+            trends[category_id][position[day]] += n
     return [
         {
             "category": category,
@@ -129,13 +118,13 @@ def sparkline_points(values: list[int], *, width: int = 120, height: int = 24) -
 
 
 def pipeline_health() -> dict:
-    counts = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).order_by())
+    by_status = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).order_by())
     return {
-        "waiting": counts.get(FeedbackItem.Status.RECEIVED, 0),
-        "failed": counts.get(FeedbackItem.Status.FAILED, 0),
-        "embedded": counts.get(FeedbackItem.Status.EMBEDDED, 0),
-        "assigned": counts.get(FeedbackItem.Status.ASSIGNED, 0),
-        "total": sum(counts.values()),
+        "waiting": by_status.get(FeedbackItem.Status.RECEIVED, 0),
+        "failed": by_status.get(FeedbackItem.Status.FAILED, 0),
+        "embedded": by_status.get(FeedbackItem.Status.EMBEDDED, 0),
+        "assigned": by_status.get(FeedbackItem.Status.ASSIGNED, 0),
+        "total": sum(by_status.values()),
         "last_run": ClusterRun.objects.order_by("-created_at", "-id").first(),
     }
 

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from labeling import services
+from labeling import counts, services
 from labeling.models import ClusterRun
 
 
@@ -25,3 +25,9 @@ def scheduled_clustering() -> int | None:
         return services.cluster_run_start(trigger=ClusterRun.Trigger.SCHEDULE).id
     except services.RunAlreadyActive:
         return None
+
+
+@shared_task
+def compact_counts() -> int:
+    """Fold the count changes the triggers appended into the daily counts (labeling.counts)."""
+    return counts.counts_compact()

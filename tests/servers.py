@@ -1,5 +1,6 @@
 """Real server processes for the tests: the test database's URL, a free port, waiting, starting and stopping."""
 
+import os
 import socket
 import subprocess
 import sys
@@ -82,3 +83,13 @@ def gunicorn_serving(*, env: dict, log_path: Path, args: tuple[str, ...] = ()) -
         process_stop(process)
         if settings.REDIS_URL:
             celery_app.control.purge()
+
+
+def needs_postgresql():
+    """Skip on SQLite where a test is about PostgreSQL's concurrency; in CI (which runs PostgreSQL) fail instead."""
+    import pytest
+
+    if connection.vendor != "postgresql":
+        if os.environ.get("CI"):
+            pytest.fail("this test needs PostgreSQL (DATABASE_URL=postgres://...)")
+        pytest.skip("row locks are PostgreSQL's; SQLite runs one writer at a time")

@@ -397,7 +397,8 @@ def test_the_grouped_category_list_costs_the_same_queries_for_5_or_50_categories
     for i in range(how_many):
         category_make(f"Category {i}", [item_make(source), item_make(source, kind="report", rating=None)],
                       area=area_list[i % 3])
-    with django_assert_max_num_queries(7):
+    # 10: the categories, their counts of all time and of the last two weeks, the areas and theirs.
+    with django_assert_max_num_queries(10):
         response = reviewer.get("/categories/?sort=growth")
     assert response.status_code == 200
     assert len(re.findall(r'<tr class="cat-area-row">', body(response))) == 3
@@ -534,4 +535,4 @@ def test_the_pages_work_on_the_areas_a_cluster_run_made(reviewer, centers):
     grouped = body(reviewer.get("/categories/"))
     assert grouped.count('<tr class="cat-area-row">') == Area.objects.filter(categories__isnull=False).distinct().count()
     response = reviewer.get("/search/", {"area": area.id})
-    assert response.context["page"].paginator.count == Assignment.objects.filter(area=area).count() > 0
+    assert response.context["page"].count == Assignment.objects.filter(area=area).count() > 0

@@ -22,6 +22,7 @@ from feedback import embedder, pipeline_services, services, tasks
 from feedback.models import Embedding, FeedbackItem
 from labeling.models import Assignment, Category
 from tests.factories import celery_broker_use, post_signed, rating_event, source_make
+from tests.servers import needs_postgresql
 
 WORDS = "amber birch cedar delta ember fjord grove heron iris juniper kestrel lotus maple nectar onyx pine".split()
 
@@ -38,13 +39,6 @@ def waiting_items(source, count: int, *, start: int = 0) -> list[FeedbackItem]:
                      occurred_at=timezone.now(), receipt_id=uuid.uuid4())
         for n in range(start, start + count)
     )
-
-
-def needs_postgresql():
-    if connection.vendor != "postgresql":
-        if os.environ.get("CI"):
-            pytest.fail("this test needs PostgreSQL (DATABASE_URL=postgres://...)")
-        pytest.skip("row locks are PostgreSQL's; SQLite runs one writer at a time")
 
 
 @pytest.fixture
