@@ -49,12 +49,12 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from django.db.models import Count, Max, Min, Q
-from django.db.models.functions import TruncDate
+from django.db.models import Q
 from django.utils import timezone
 
 from config.csvcells import spreadsheet_safe
 from feedback.models import FeedbackItem
+from labeling import counts
 from labeling.models import Area, Category, SavedComparison
 
 if TYPE_CHECKING:
@@ -259,12 +259,7 @@ def _known_pairs(specs: Iterable[str]) -> set[tuple[str, str]]:
         versions.add(spec)
         if ":" in spec:
             versions.add(spec.rsplit(":", 1)[0])
-    return set(
-        FeedbackItem.objects.filter(model_version__in=versions)
-        .values_list("model_version", "variant")
-        .distinct()
-        .order_by()
-    )
+    return set(counts.counted(("model_version", "variant"), Q(model_version__in=versions)))
 
 
 def _resolve_side(spec: str, *, known: set[tuple[str, str]], field: str) -> Side:
@@ -333,7 +328,7 @@ class DataWindow:
 
 
 def data_window(*, a: str, b: str) -> DataWindow | None:
-    """From the later first rating of the two sides to the earlier last one, in local days; one query.
+    """From the later first rating of the two sides to the earlier last one, in days; two queries.
 
     None when a side is unknown or has no ratings (the usual default and the page's
     errors take over). Sides that never overlap get the span of both, marked so.
@@ -346,15 +341,17 @@ def data_window(*, a: str, b: str) -> DataWindow | None:
         sides = {"a": _resolve_side(a, known=known, field="a"), "b": _resolve_side(b, known=known, field="b")}
     except CompareError:
         return None
-    bounds = {}
+    rated_days = counts.counted(
+        ("day", "model_version", "variant"), Q(kind=FeedbackItem.Kind.RATING, rating__in=(1, -1)), daily=True
+    )
+    day = {}
     for key, side in sides.items():
-        bounds[f"{key}_first"] = Min("occurred_at", filter=side.condition())
-        bounds[f"{key}_last"] = Max("occurred_at", filter=side.condition())
-    found = FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, rating__in=(1, -1)).aggregate(**bounds)
-    if any(value is None for value in found.values()):
-        return None
-    # Clamped to the days any comparison covers, however odd a product's clock was.
-    day = {key: min(max(timezone.localdate(value), EARLIEST_DATE), LATEST_DATE) for key, value in found.items()}
+        days = [found for found, version, variant in rated_days if side.matches(version, variant)]
+        if not days:
+            return None
+        # Clamped to the days any comparison covers, however odd a product's clock was.
+        day[f"{key}_first"] = min(max(min(days), EARLIEST_DATE), LATEST_DATE)
+        day[f"{key}_last"] = min(max(max(days), EARLIEST_DATE), LATEST_DATE)
     start, end = max(day["a_first"], day["b_first"]), min(day["a_last"], day["b_last"])
     if start <= end:
         return DataWindow(date_from=start, date_to=end, overlap=True)
@@ -374,24 +371,55 @@ def day_window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
     return day_start(date_from), day_start(date_to + timedelta(days=1))
 
 
-def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date) -> list[dict]:
-    """Counts by day, version, variant, kind, rating, category and area for the given sides: one query."""
+def _sides_match(sides: Iterable[Side]) -> Q:
     match = Q(pk__in=[])
     for side in set(sides):
         match |= side.condition()
-    start, end = day_window(date_from, date_to)
-    return list(
-        FeedbackItem.objects.filter(match, occurred_at__gte=start, occurred_at__lt=end)
-        .annotate(day=TruncDate("occurred_at"))
-        # The area's name and status come along (they depend on its id, so the groups stay the same):
-        # areas that only hold unsorted items in the window need no query of their own.
-        .values(
-            "day", "model_version", "variant", "kind", "rating", "assignment__category_id",
-            "assignment__area_id", "assignment__area__name", "assignment__area__status",
-        )
-        .annotate(n=Count("id"))
-        .order_by()
+    return match
+
+
+def _daily_counts(*, sides: Iterable[Side], date_from: date, date_to: date, by_day: bool = True) -> list[dict]:
+    """Counts by day, version, variant, kind, rating, category and area for the given sides.
+
+    Read from the pre-aggregated daily counts (labeling.counts): two queries,
+    the counts and the names of their areas, whatever the number of items.
+    With `by_day` false the window's days are summed in the database (each
+    row's "day" is None): what one comparison's figures need, in far fewer rows.
+    """
+    group_by = counts.DAILY_KEY if by_day else counts.KEY
+    found = counts.counted(group_by, _sides_match(sides) & Q(day__gte=date_from, day__lte=date_to), daily=True)
+    area_ids = {key[-1] for key in found if key[-1]}
+    areas = {area.id: area for area in Area.objects.filter(id__in=area_ids).only("id", "name", "status")} if area_ids else {}
+    rows = []
+    for key, n in found.items():
+        day, (kind, rating, model_version, variant, category_id, area_id) = (key[0], key[1:]) if by_day else (None, key)
+        area = areas.get(area_id)
+        rows.append({
+            "day": day, "model_version": model_version, "variant": variant, "kind": kind,
+            "rating": rating or None, "assignment__category_id": category_id or None,
+            "assignment__area_id": area.id if area else None,
+            "assignment__area__name": area.name if area else None,
+            "assignment__area__status": area.status if area else None,
+            "n": n,
+        })
+    return rows
+
+
+def _series_rows(*, params: CompareParams) -> list[tuple[str, dict]]:
+    """(side, row) per day, version, variant and rating of the two sides' ratings: what the series draws; one query."""
+    found = counts.counted(
+        ("day", "model_version", "variant", "rating"),
+        _sides_match((params.a, params.b)) & Q(day__gte=params.date_from, day__lte=params.date_to)
+        & Q(kind=FeedbackItem.Kind.RATING, rating__in=(1, -1)),
+        daily=True,
     )
+    rows = []
+    for (day, model_version, variant, rating), n in found.items():
+        key = "a" if params.a.matches(model_version, variant) else "b" if params.b.matches(model_version, variant) else None
+        if key:
+            row = {"day": day, "model_version": model_version, "variant": variant, "kind": FeedbackItem.Kind.RATING}
+            rows.append((key, row | {"rating": rating, "n": n}))
+    return rows
 
 
 def _categories(rows: Iterable[dict]) -> dict[int, Category]:
@@ -729,8 +757,10 @@ def _pair() -> dict[str, int]:
 
 
 def _comparison_from_rows(
-    *, params: CompareParams, rows: Iterable[dict], categories: dict[int, Category], with_series: bool = True
+    *, params: CompareParams, rows: Iterable[dict], categories: dict[int, Category], with_series: bool = True,
+    series_rows: list[tuple[str, dict]] | None = None,
 ) -> Comparison:
+    """The comparison from counted rows; the series from `series_rows` when given (rows summed over days have no day)."""
     rows = list(rows)
     areas = _areas(rows)
     summaries = {"a": SideSummary(side=params.a), "b": SideSummary(side=params.b)}
@@ -742,7 +772,7 @@ def _comparison_from_rows(
     unsorted_downs: dict[int, dict[str, int]] = defaultdict(_pair)
     kept_rows = []
     for row in rows:
-        if not params.date_from <= row["day"] <= params.date_to:
+        if row["day"] is not None and not params.date_from <= row["day"] <= params.date_to:
             continue
         if params.a.matches(row["model_version"], row["variant"]):
             key = "a"
@@ -838,7 +868,7 @@ def _comparison_from_rows(
         )
         _, comparison.overall_p_value = two_proportion_z_test(x_a=a.up, n_a=a.ratings, x_b=b.up, n_b=b.ratings)
     if with_series:
-        comparison.series = _series(params=params, rows=kept_rows)
+        comparison.series = _series(params=params, rows=kept_rows if series_rows is None else series_rows)
     return comparison
 
 
@@ -992,10 +1022,12 @@ def _series(*, params: CompareParams, rows: Iterable[tuple[str, dict]]) -> dict:
 
 
 def comparison_build(*, params: CompareParams, with_checks: bool = False) -> Comparison:
-    """The whole comparison: side totals, per-category figures and flags, the thumbs-up series. Two queries;
+    """The whole comparison: side totals, per-category figures and flags, the thumbs-up series. Four queries;
     `with_checks` adds the rows per rollout check (three more)."""
-    rows = _daily_counts(sides=(params.a, params.b), date_from=params.date_from, date_to=params.date_to)
-    comparison = _comparison_from_rows(params=params, rows=rows, categories=_categories(rows))
+    rows = _daily_counts(sides=(params.a, params.b), date_from=params.date_from, date_to=params.date_to, by_day=False)
+    comparison = _comparison_from_rows(
+        params=params, rows=rows, categories=_categories(rows), series_rows=_series_rows(params=params)
+    )
     if with_checks:
         checks_attach([comparison])
     return comparison
@@ -1217,23 +1249,18 @@ def _version_key(version: str) -> tuple:
 
 
 def side_choices() -> dict:
-    """Versions and version:variant pairs with ratings, newest version first, and a default pair; one query."""
-    rows = list(
-        FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING)
-        .exclude(model_version="")
-        .values("model_version", "variant")
-        .annotate(last=Max("occurred_at"))
-        .order_by()
+    """Versions and version:variant pairs with ratings, newest version first, and a default pair; one query.
+
+    The default pair is the two versions rated last (by day, from the daily counts; a tie goes to the higher version).
+    """
+    rated_days = counts.counted(
+        ("model_version", "variant", "day"), Q(kind=FeedbackItem.Kind.RATING) & ~Q(model_version=""), daily=True
     )
-    versions: dict[str, list[str]] = defaultdict(list)
-    last_seen: dict[str, datetime] = {}
-    for row in rows:
-        version = row["model_version"]
-        if row["variant"]:
-            versions[version].append(row["variant"])
-        else:
-            versions.setdefault(version, [])
-        last_seen[version] = max(last_seen.get(version, row["last"]), row["last"])
+    versions: dict[str, set[str]] = defaultdict(set)
+    last_seen: dict[str, date] = {}
+    for version, variant, day in rated_days:
+        versions[version].update([variant] if variant else [])
+        last_seen[version] = max(last_seen.get(version, day), day)
     ordered = sorted(versions, key=_version_key, reverse=True)
     options = []
     for version in ordered:
