@@ -341,17 +341,15 @@ def data_window(*, a: str, b: str) -> DataWindow | None:
         sides = {"a": _resolve_side(a, known=known, field="a"), "b": _resolve_side(b, known=known, field="b")}
     except CompareError:
         return None
-    rated_days = counts.counted(
-        ("day", "model_version", "variant"), Q(kind=FeedbackItem.Kind.RATING, rating__in=(1, -1)), daily=True
-    )
+    spans = counts.rated_spans()
     day = {}
     for key, side in sides.items():
-        days = [found for found, version, variant in rated_days if side.matches(version, variant)]
-        if not days:
+        matching = [span for (version, variant), span in spans.items() if side.matches(version, variant)]
+        if not matching:
             return None
         # Clamped to the days any comparison covers, however odd a product's clock was.
-        day[f"{key}_first"] = min(max(min(days), EARLIEST_DATE), LATEST_DATE)
-        day[f"{key}_last"] = min(max(max(days), EARLIEST_DATE), LATEST_DATE)
+        day[f"{key}_first"] = min(max(min(first for first, _ in matching), EARLIEST_DATE), LATEST_DATE)
+        day[f"{key}_last"] = min(max(max(last for _, last in matching), EARLIEST_DATE), LATEST_DATE)
     start, end = max(day["a_first"], day["b_first"]), min(day["a_last"], day["b_last"])
     if start <= end:
         return DataWindow(date_from=start, date_to=end, overlap=True)
@@ -1253,14 +1251,13 @@ def side_choices() -> dict:
 
     The default pair is the two versions rated last (by day, from the daily counts; a tie goes to the higher version).
     """
-    rated_days = counts.counted(
-        ("model_version", "variant", "day"), Q(kind=FeedbackItem.Kind.RATING) & ~Q(model_version=""), daily=True
-    )
     versions: dict[str, set[str]] = defaultdict(set)
     last_seen: dict[str, date] = {}
-    for version, variant, day in rated_days:
+    for (version, variant), (_, last) in counts.rated_spans().items():
+        if not version:
+            continue
         versions[version].update([variant] if variant else [])
-        last_seen[version] = max(last_seen.get(version, day), day)
+        last_seen[version] = max(last_seen.get(version, last), last)
     ordered = sorted(versions, key=_version_key, reverse=True)
     options = []
     for version in ordered:

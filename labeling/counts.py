@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import connection, transaction
-from django.db.models import BigIntegerField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import BigIntegerField, Max, Min, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from labeling.models import CountTotal, DailyCount, DailyCountChange
@@ -72,6 +72,26 @@ def counted_per_row(field: str | None, condition: Q | None = None, *, daily: boo
     return part(counts) + part(changes)
 
 
+def rated_spans() -> dict[tuple[str, str], tuple]:
+    """(model version, variant) -> (first day, last day) with thumbs-up or -down ratings; one query.
+
+    From the daily counts, plus the changes not folded yet that add items (a
+    deletion not folded yet may leave its day in the span for a minute).
+    """
+    condition = Q(kind="rating", rating__in=(1, -1))
+    spans = [
+        model.objects.filter(condition, *([Q(n__gt=0)] if model is DailyCountChange else []))
+        .order_by().values("model_version", "variant").annotate(first=Min("day"), last=Max("day"))
+        for model in (DailyCount, DailyCountChange)
+    ]
+    found: dict[tuple[str, str], tuple] = {}
+    for row in spans[0].union(spans[1], all=True):
+        key = (row["model_version"], row["variant"])
+        first, last = found.get(key, (row["first"], row["last"]))
+        found[key] = (min(first, row["first"]), max(last, row["last"]))
+    return found
+
+
 def counts_compact() -> int:
     """Fold the appended changes into the daily and total counts; returns how many daily keys they changed."""
     daily_key, key = ", ".join(DAILY_KEY), ", ".join(KEY)
@@ -109,9 +129,13 @@ def counts_compact() -> int:
         cursor.execute("DELETE FROM labeling_dailycount WHERE n = 0")
         cursor.execute("DELETE FROM labeling_counttotal WHERE n = 0")
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        # Every read scans the change rows, and the folded ones stay there, dead, until vacuumed.
         with connection.cursor() as cursor:
+            # Every read scans the change rows, and the folded ones stay there, dead, until vacuumed.
             cursor.execute("VACUUM labeling_dailycountchange")
+            if folded >= 1000:
+                # Fresh statistics after a large fold: on a table the planner believes tiny it sorts
+                # 30,000 rows to group them (the comparison: 180 ms instead of 90 at 100,000 items).
+                cursor.execute("ANALYZE labeling_dailycount, labeling_counttotal")
     return folded
 
 
