@@ -214,6 +214,10 @@ def test_single_events_that_arrive_while_a_batch_runs_are_all_processed_without_
     worker = start_worker()
     assert pipeline_services.items_wake(waiting=len(item_ids))
     worker.wait_batch_started()
+    # The task gathers for a moment, clears the wake-up mark and claims: events posted before the
+    # mark is cleared would join the first batch, so post only after (they need a wake-up of their own).
+    wake = pipeline_services._wake_client()
+    wait_for(lambda: not wake.exists(pipeline_services.WAKE_KEY), 30, "the first batch to stop gathering")
 
     statuses = [
         post_signed(client, source, secret, rating_event(id=f"live-{n}", comment=long_text(BATCH + n))).status_code
@@ -226,6 +230,12 @@ def test_single_events_that_arrive_while_a_batch_runs_are_all_processed_without_
     assert len(everything) == BATCH + 30
     wait_for(lambda: embedded(everything) == BATCH + 30, 180, "every item, the late ones included, to be embedded")
     assert_each_embedded_once(everything)
+
+    def tasks(state: str) -> set[str]:
+        return set(re.findall(rf"feedback\.tasks\.embed_waiting\[([0-9a-f-]+)\] {state}", worker.log()))
+
+    # A task marks its items embedded before the worker logs that it succeeded: wait for those lines.
+    wait_for(lambda: tasks("received") <= tasks("succeeded"), 30, "every embedding task started to finish")
     # The thirty arrivals were coalesced: far fewer batches than events.
-    batches = set(re.findall(r"feedback\.tasks\.embed_waiting\[([0-9a-f-]+)\] succeeded", worker.log()))
+    batches = tasks("succeeded")
     assert 2 <= len(batches) <= 10, worker.log()[-3000:]
