@@ -102,7 +102,7 @@ def category_list(*, filters: CategoryListFilters, now: datetime | None = None) 
         categories = categories.filter(area_id=id_parse(filters.area))
     listed = []
     for category in categories:
-        for field, value in figures.get(category.id, dict.fromkeys(COUNT_FIELDS, 0)).items():
+        for field, value in figures[category.id].items():
             setattr(category, field, value)
         category.growth = category.recent - category.previous
         hidden = filters.status not in (ALL_STATUSES, *Category.Status.values) and (

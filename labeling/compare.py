@@ -327,11 +327,12 @@ class DataWindow:
     overlap: bool
 
 
-def data_window(*, a: str, b: str) -> DataWindow | None:
+def data_window(*, a: str, b: str, spans: dict | None = None) -> DataWindow | None:
     """From the later first rating of the two sides to the earlier last one, in days; two queries.
 
     None when a side is unknown or has no ratings (the usual default and the page's
     errors take over). Sides that never overlap get the span of both, marked so.
+    `spans`: `labeling.counts.rated_spans()` when the caller has read it already.
     """
     a, b = a.strip(), b.strip()
     if not a or not b or a == b:
@@ -341,7 +342,7 @@ def data_window(*, a: str, b: str) -> DataWindow | None:
         sides = {"a": _resolve_side(a, known=known, field="a"), "b": _resolve_side(b, known=known, field="b")}
     except CompareError:
         return None
-    spans = counts.rated_spans()
+    spans = counts.rated_spans() if spans is None else spans
     day = {}
     for key, side in sides.items():
         matching = [span for (version, variant), span in spans.items() if side.matches(version, variant)]
@@ -415,8 +416,8 @@ def _series_rows(*, params: CompareParams) -> list[tuple[str, dict]]:
     for (day, model_version, variant, rating), n in found.items():
         key = "a" if params.a.matches(model_version, variant) else "b" if params.b.matches(model_version, variant) else None
         if key:
-            row = {"day": day, "model_version": model_version, "variant": variant, "kind": FeedbackItem.Kind.RATING}
-            rows.append((key, row | {"rating": rating, "n": n}))
+            rows.append((key, {"day": day, "model_version": model_version, "variant": variant,
+                               "kind": FeedbackItem.Kind.RATING, "rating": rating, "n": n}))
     return rows
 
 
@@ -1246,14 +1247,15 @@ def _version_key(version: str) -> tuple:
     )
 
 
-def side_choices() -> dict:
+def side_choices(*, spans: dict | None = None) -> dict:
     """Versions and version:variant pairs with ratings, newest version first, and a default pair; one query.
 
     The default pair is the two versions rated last (by day, from the daily counts; a tie goes to the higher version).
+    `spans`: `labeling.counts.rated_spans()` when the caller has read it already.
     """
     versions: dict[str, set[str]] = defaultdict(set)
     last_seen: dict[str, date] = {}
-    for (version, variant), (_, last) in counts.rated_spans().items():
+    for (version, variant), (_, last) in (counts.rated_spans() if spans is None else spans).items():
         if not version:
             continue
         versions[version].update([variant] if variant else [])

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import connection, transaction
-from django.db.models import BigIntegerField, Max, Min, OuterRef, Q, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Max, Min, Q, Sum, Value
 
 from labeling.models import CountTotal, DailyCount, DailyCountChange
 
@@ -54,22 +53,6 @@ def counted(group_by: tuple[str, ...], condition: Q | None = None, *, daily: boo
 
 def counted_total(condition: Q | None = None, *, daily: bool = False) -> int:
     return sum(counted((), condition, daily=daily).values())
-
-
-def counted_per_row(field: str | None, condition: Q | None = None, *, daily: bool = False):
-    """An expression for a query of categories (`field` "category_id") or areas ("area_id"): each row's count.
-
-    With `field` None, the count over everything, as a scalar subquery that adds no query of its own.
-    """
-
-    def part(model):
-        rows = model.objects.filter(condition or Q()).order_by()
-        rows = rows.filter(**{field: OuterRef("pk")}).values(field) if field else rows.annotate(whole=Value(1)).values("whole")
-        return Coalesce(Subquery(rows.annotate(total=Sum("n")).values("total")[:1]), Value(0),
-                        output_field=BigIntegerField())
-
-    counts, changes = _tables(daily)
-    return part(counts) + part(changes)
 
 
 def rated_spans() -> dict[tuple[str, str], tuple]:
@@ -115,7 +98,6 @@ def counts_compact() -> int:
             # SQLite has one writer at a time: from the first write on, nothing else commits.
             cursor.execute("SELECT COALESCE(MAX(id), 0) FROM labeling_dailycountchange")
             last = cursor.fetchone()[0]
-            folded = 0
             for table, columns in (("labeling_counttotal", key), ("labeling_dailycount", daily_key)):
                 # "HAVING true": SQLite's grammar needs a clause before ON CONFLICT in an INSERT ... SELECT.
                 cursor.execute(
@@ -124,7 +106,7 @@ def counts_compact() -> int:
                     f"ON CONFLICT ({columns}) DO UPDATE SET n = n + excluded.n",
                     [last],
                 )
-                folded = cursor.rowcount
+            folded = cursor.rowcount  # of the daily counts, the last statement
             cursor.execute("DELETE FROM labeling_dailycountchange WHERE id <= %s", [last])
         cursor.execute("DELETE FROM labeling_dailycount WHERE n = 0")
         cursor.execute("DELETE FROM labeling_counttotal WHERE n = 0")

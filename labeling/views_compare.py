@@ -12,11 +12,11 @@ from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from config.redirects import redirect_to_next
-from labeling import compare
+from labeling import compare, counts
 from labeling.permissions import reviewer_required
 
 
-def _form_values(request: HttpRequest, choices: dict) -> tuple[dict, compare.DataWindow | None]:
+def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict, compare.DataWindow | None]:
     """What the form shows: the query as given, or the two most recent versions; without dates,
     the days on which both sides have ratings (and that window, to say so on the page)."""
     given = any(request.GET.get(key) for key in ("a", "b", "from", "to"))
@@ -29,7 +29,7 @@ def _form_values(request: HttpRequest, choices: dict) -> tuple[dict, compare.Dat
     }
     window = None
     if not form["from"] and not form["to"]:
-        window = compare.data_window(a=form["a"], b=form["b"])
+        window = compare.data_window(a=form["a"], b=form["b"], spans=spans)
         if window is not None:
             form["from"], form["to"] = window.date_from.isoformat(), window.date_to.isoformat()
     return form, window
@@ -38,8 +38,10 @@ def _form_values(request: HttpRequest, choices: dict) -> tuple[dict, compare.Dat
 @reviewer_required
 @require_GET
 def compare_page(request: HttpRequest) -> HttpResponse:
-    choices = compare.side_choices()
-    form, window = _form_values(request, choices)
+    # Each version's first and last rated day: read once for the menu and the default window.
+    spans = counts.rated_spans()
+    choices = compare.side_choices(spans=spans)
+    form, window = _form_values(request, choices, spans)
     context = {
         "choices": choices,
         "form": form,
