@@ -63,10 +63,21 @@ CSV_FIELD_SIZE_LIMIT = 2**31 - 1
 
 
 def json_line(value) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    return _json_text(value) + "\n"
 
 
-_ORJSON_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+def _json_text(value) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def json_text(value) -> str:
+    """_json_text(value), by orjson when it writes the same text (see json_bytes): tool-call arguments and results."""
+    if not holds_float(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        except (orjson.JSONEncodeError, TypeError):
+            pass
+    return _json_text(value)
 
 
 def json_bytes(value, *, floats: bool | None = None) -> bytes:
@@ -87,6 +98,9 @@ def json_bytes(value, *, floats: bool | None = None) -> bytes:
         except (orjson.JSONEncodeError, TypeError):
             pass
     return json_line(value).encode("utf-8")
+
+
+_ORJSON_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 def iso(moment) -> str:
@@ -179,10 +193,6 @@ def assistant(content: str) -> dict[str, str]:
     return {"role": "assistant", "content": content}
 
 
-def _json_text(value) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
 def _tool_name_and_arguments(call: dict) -> tuple[str | None, object]:
     function = call.get("function")
     if isinstance(function, dict):  # {"function": {"name", "arguments"}}: the OpenAI shape
@@ -201,7 +211,7 @@ def openai_tool_call(call, *, fallback_id: str) -> dict | None:
         return None
     call_id = call.get("id")
     if not isinstance(arguments, str):
-        arguments = _json_text({} if arguments is None else arguments)
+        arguments = json_text({} if arguments is None else arguments)
     return {
         "id": call_id if isinstance(call_id, str) and call_id else fallback_id,
         "type": "function",
@@ -257,7 +267,7 @@ def _tool_result(call: dict) -> str | None:
     for key in ("result", "output", "content"):
         value = call.get(key)
         if value is not None:
-            return value if isinstance(value, str) else _json_text(value)
+            return value if isinstance(value, str) else json_text(value)
     return None
 
 

@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from exports import formats, records, services
-from exports.formats import json_bytes, json_line
+from exports.formats import _json_text, json_bytes, json_line, json_text
 from exports.models import DatasetVersion, ExportRun, Trigger
 from exports.written import WrittenStrings
 from feedback.scrubber import ScrubMemo, find_unscrubbed, scrub, scrub_json
@@ -87,6 +87,11 @@ ODD_VALUES = [
 @pytest.mark.parametrize("value", ODD_VALUES)
 def test_json_bytes_are_the_bytes_json_line_writes(value):
     assert json_bytes(value) == json_line(value).encode("utf-8")
+
+
+@pytest.mark.parametrize("value", [*ODD_VALUES, {"text": "\ud800"}, {"nan": float("nan")}])
+def test_json_text_is_the_text_json_writes(value):
+    assert json_text(value) == _json_text(value)
 
 
 def test_json_bytes_refuses_an_unpaired_surrogate_as_the_text_file_did():
