@@ -71,7 +71,7 @@ TARGET_BATCH_EPS = 20_000
 
 PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
 REDIS_URL = "redis://127.0.0.1:6379/15"
-QUEUE_NAME = "embed"  # CELERY_TASK_ROUTES sends feedback.tasks.embed_items here
+QUEUE_NAME = "embed"  # feedback.tasks.embed_items declares this queue
 REQUEST_TIMEOUT = 60.0
 
 

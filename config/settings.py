@@ -330,11 +330,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Declared, not only routed to, so workers, purges and inspection know both.
 CELERY_TASK_QUEUES = (Queue("default"), Queue("embed"))
-CELERY_TASK_ROUTES = {
-    "feedback.tasks.embed_items": {"queue": "embed"},
-    "feedback.tasks.embed_waiting": {"queue": "embed"},
-    "feedback.tasks.reembed_items": {"queue": "embed"},
-}
+# Each task declares its name and queue where it is defined (`@shared_task(name=..., queue=...)`):
+# the names are saved in beat's PeriodicTask rows, so moving a module must not change them.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 

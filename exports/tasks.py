@@ -10,14 +10,14 @@ from exports.models import Dataset, Trigger
 logger = logging.getLogger(__name__)
 
 
-@shared_task
+@shared_task(name="exports.tasks.export_run", queue="default")
 def export_run(run_id: int) -> int | None:
     """Execute one queued export run (steps: exports.services.export_run_execute); returns the version id."""
     version = services.export_run_execute(run_id=run_id)
     return version.id if version else None
 
 
-@shared_task
+@shared_task(name="exports.tasks.scheduled_export", queue="default")
 def scheduled_export(dataset_id: int) -> int | None:
     """The dataset's schedule fired: export here, full or incremental as the schedule says.
 

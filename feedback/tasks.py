@@ -18,7 +18,7 @@ CHECK_TASK = "rollouts.tasks.check_items"
 RETRY_FIRST_SECONDS = 5
 
 
-@shared_task
+@shared_task(name="feedback.tasks.embed_waiting", queue="embed")
 def embed_waiting(gather: bool = True) -> int:
     """Embed a batch of whatever items wait, then hand them to assignment (queue ``embed``).
 
@@ -38,7 +38,7 @@ def embed_waiting(gather: bool = True) -> int:
     return len(batch.embedded_ids)
 
 
-@shared_task(bind=True, max_retries=3)
+@shared_task(name="feedback.tasks.embed_items", queue="embed", bind=True, max_retries=3)
 def embed_items(self, item_ids: list[int]) -> int:
     """Embed these items, then hand them to assignment.
 
@@ -73,13 +73,13 @@ def _hand_on(*, embedded_ids: list[int], item_ids: list[int]) -> None:
         check_task.delay(item_ids)  # the whole batch: an item with no words can still have tool calls
 
 
-@shared_task
+@shared_task(name="feedback.tasks.sweep_unprocessed", queue="default")
 def sweep_unprocessed() -> int:
     """Queue every item left waiting past the grace period (broker outages, lost tasks)."""
     return services.items_sweep_unprocessed()
 
 
-@shared_task
+@shared_task(name="feedback.tasks.reembed_items", queue="embed")
 def reembed_items() -> int:
     """Re-embed one batch of items embedded under an older text recipe (queue ``embed``)."""
     return services.items_reembed(limit=2000)
@@ -90,7 +90,7 @@ def reembed_items() -> int:
 IMPORT_STEP_SECONDS = 60
 
 
-@shared_task
+@shared_task(name="feedback.tasks.import_file", queue="default")
 def import_file(run_id: int) -> int:
     """One step of an import run.
 

@@ -6,19 +6,19 @@ from labeling import counts, services
 from labeling.models import ClusterRun
 
 
-@shared_task
+@shared_task(name="labeling.tasks.assign_items", queue="default")
 def assign_items(item_ids: list[int]) -> int:
     """Sort newly embedded items into the nearest category (or leave them for the next run)."""
     return services.items_assign(item_ids=item_ids)
 
 
-@shared_task
+@shared_task(name="labeling.tasks.run_clustering", queue="default")
 def run_clustering(run_id: int) -> None:
     """Execute one queued cluster run (steps: labeling.services.cluster_run_execute)."""
     services.cluster_run_execute(run_id=run_id)
 
 
-@shared_task
+@shared_task(name="labeling.tasks.scheduled_clustering", queue="default")
 def scheduled_clustering() -> int | None:
     """The nightly run; skipped quietly while another run is going."""
     try:
@@ -27,7 +27,7 @@ def scheduled_clustering() -> int | None:
         return None
 
 
-@shared_task
+@shared_task(name="labeling.tasks.compact_counts", queue="default")
 def compact_counts() -> int:
     """Fold the count changes the triggers appended into the daily counts (labeling.counts)."""
     return counts.counts_compact()

@@ -5,7 +5,7 @@ from celery import shared_task
 from rollouts import services
 
 
-@shared_task(acks_late=True)
+@shared_task(name="rollouts.tasks.check_items", queue="default", acks_late=True)
 def check_items(item_ids: list[int]) -> int:
     """Run the rollout checks over a batch of items (queued by the embedding task beside scrubbing).
 
