@@ -70,7 +70,7 @@ def demo_reviews_add() -> int:
     if Label.objects.filter(reviewer=reviewer).exists():
         return 0
     added = 0
-    downs = FeedbackItem.objects.filter(kind=FeedbackItem.Kind.RATING, rating=-1).order_by("id")
+    downs = FeedbackItem.objects.thumbs_down().filter(kind=FeedbackItem.Kind.RATING).order_by("id")
     for item in downs.only("id", "context").iterator(chunk_size=500):
         failed = _failed_test_result(item.context if isinstance(item.context, dict) else {})
         if failed is None:

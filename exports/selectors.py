@@ -130,13 +130,7 @@ def pinned_item_ids(*, dataset_id: int) -> set[int]:
 
 
 def _items_filtered(filters: StoredFilters) -> QuerySet[FeedbackItem]:
-    items = FeedbackItem.objects.all()
-    if filters.rating == "up":
-        items = items.filter(rating=1)
-    elif filters.rating == "down":
-        items = items.filter(rating=-1)
-    elif filters.rating == "none":
-        items = items.filter(rating__isnull=True)
+    items = FeedbackItem.objects.rated(filters.rating)
     if filters.kinds:
         items = items.filter(kind__in=filters.kinds)
     if filters.model_versions:

@@ -107,8 +107,33 @@ class Embedding(models.Model):
         ]
 
 
+class FeedbackItemQuerySet(models.QuerySet):
+    def thumbs_up(self):
+        return self.filter(rating=FeedbackItem.UP)
+
+    def thumbs_down(self):
+        return self.filter(rating=FeedbackItem.DOWN)
+
+    def rated(self, rating: str):
+        """By a rating filter's value: "up", "down", "none" (unrated), or anything else for all."""
+        if rating == "up":
+            return self.thumbs_up()
+        if rating == "down":
+            return self.thumbs_down()
+        if rating == "none":
+            return self.filter(rating__isnull=True)
+        return self
+
+    def failures(self):
+        """What is clustered into failure categories: every report and every thumbs-down."""
+        return self.filter(models.Q(kind=FeedbackItem.Kind.REPORT) | models.Q(rating=FeedbackItem.DOWN))
+
+
 class FeedbackItem(models.Model):
     """One signal: a rating from the product or a dogfooding report."""
+
+    UP, DOWN = 1, -1
+    objects = FeedbackItemQuerySet.as_manager()
 
     class Kind(models.TextChoices):
         RATING = "rating", "Rating"

@@ -116,7 +116,7 @@ def rating_item_build(*, source: Source, event: RatingEvent, raw: dict[str, Any]
         source=source,
         external_id=event.id,
         kind=FeedbackItem.Kind.RATING,
-        rating=1 if event.rating == "up" else -1,
+        rating=FeedbackItem.UP if event.rating == "up" else FeedbackItem.DOWN,
         comment=event.comment or "",
         context=event.context.model_dump(mode="json", exclude_none=True),
         model_name=model.name if model else "",

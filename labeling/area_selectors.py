@@ -20,7 +20,6 @@ from labeling.counts import counted
 from labeling.models import Area, Category
 from labeling.services import failure_signals
 
-OPEN_STATUSES = (Area.Status.PROPOSED, Area.Status.CONFIRMED)
 NO_AREA = "none"  # the ?area= value for categories (or items) in no area
 
 
@@ -64,7 +63,7 @@ def _with_counts(areas: QuerySet[Area], *, model_version: str = "") -> list[Area
 
 def area_list() -> list[Area]:
     """Open areas by name, each with its counts and its share of all thumbs-down (in %, None when there are none)."""
-    areas = _with_counts(Area.objects.filter(status__in=OPEN_STATUSES).order_by(Lower("name"), "id"))
+    areas = _with_counts(Area.objects.open().order_by(Lower("name"), "id"))
     for area in areas:
         area.down_share = 100 * area.thumbs_down / area.total_down if area.total_down else None
     return areas
@@ -72,7 +71,7 @@ def area_list() -> list[Area]:
 
 def top_areas(*, limit: int = 10) -> list[Area]:
     """The open areas with the most items, for the overview: counts and share of all thumbs-down, in one query."""
-    areas = [area for area in _with_counts(Area.objects.filter(status__in=OPEN_STATUSES)) if area.n_items]
+    areas = [area for area in _with_counts(Area.objects.open()) if area.n_items]
     areas = sorted(areas, key=lambda area: (-area.n_items, area.name.lower(), area.id))[:limit]
     for area in areas:
         area.down_share = 100 * area.thumbs_down / area.total_down if area.total_down else None
@@ -130,12 +129,12 @@ def area_unsorted_page(*, area: Area, page_number) -> Page:
 
 def area_merge_targets(*, area: Area) -> QuerySet[Area]:
     """Where an area may be merged into: any other open area."""
-    return Area.objects.filter(status__in=OPEN_STATUSES).exclude(id=area.id).only("id", "name").order_by(Lower("name"), "id")
+    return Area.objects.open().exclude(id=area.id).only("id", "name").order_by(Lower("name"), "id")
 
 
 def area_choices() -> QuerySet[Area]:
     """Open areas for a menu (moving a category, filtering a search)."""
-    return Area.objects.filter(status__in=OPEN_STATUSES).only("id", "name").order_by(Lower("name"), "id")
+    return Area.objects.open().only("id", "name").order_by(Lower("name"), "id")
 
 
 # --- Areas on the category list ------------------------------------------------------------

@@ -15,11 +15,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from labeling.audit import audit_record
-from labeling.category_services import OPEN_STATUSES, CategoryRefused
+from labeling.category_services import CategoryRefused
 from labeling.models import Area, Assignment, Category
 
 NAME_MAX_LENGTH = Area._meta.get_field("name").max_length
-OPEN_AREA_STATUSES = (Area.Status.PROPOSED, Area.Status.CONFIRMED)
 
 
 class AreaRefused(CategoryRefused):
@@ -58,7 +57,7 @@ def _centroids_refresh(*area_ids: int) -> None:
     next run wait in the area their nearest categories now belong to. An area
     left without categories keeps its last centroid, as after a run.
     """
-    rows = Category.objects.filter(area_id__in=area_ids, status__in=OPEN_STATUSES).exclude(centroid=None)
+    rows = Category.objects.open().filter(area_id__in=area_ids).exclude(centroid=None)
     sums: dict[int, np.ndarray] = {}
     for area_id, centroid, size in rows.values_list("area_id", "centroid", "size"):
         vector = np.frombuffer(centroid, dtype=np.float32).astype(np.float64)
@@ -132,7 +131,7 @@ def area_merge(*, area_id: int, target_id: int, user) -> Area:
     source, target = locked[area_id], locked[target_id]
     if source.status == Area.Status.MERGED:
         raise AreaRefused(f"{_merged_text(source)} already.")
-    if target.status not in OPEN_AREA_STATUSES:
+    if not target.is_open:
         raise AreaRefused(
             f"“{target.name}” is {target.get_status_display().lower()}; merge into a proposed or confirmed area.",
             field="target",

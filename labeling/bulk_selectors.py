@@ -17,7 +17,7 @@ from config.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling import area_selectors, category_selectors
 from labeling.models import Area, BulkAction, Category, Label
-from labeling.review_services import LABEL_TAGS, OPEN_STATUSES
+from labeling.review_services import LABEL_TAGS
 
 # Large enough for any category of the demo and most real ones; an action on
 # more is a filter that should be narrowed first (and stays under 2 s of writes).
@@ -189,7 +189,7 @@ def bulk_panel(
         "total": total,
         "max": BULK_MAX_ITEMS,
         "categories": list(
-            Category.objects.filter(status__in=OPEN_STATUSES).order_by("name", "id").values_list("id", "name")
+            Category.objects.open().order_by("name", "id").values_list("id", "name")
         ),
         "verdicts": Label.Verdict.choices,
         "splits": Label.Split.choices,

@@ -29,7 +29,7 @@ from labeling.bulk_selectors import Selection, SelectionRefused, selection_resol
 from labeling.bulk_sql import rows_insert, rows_update
 from labeling.models import Assignment, AuditEvent, BulkAction, Category, DatasetPin, DoubleReview, Label, Settlement
 from labeling.permissions import is_admin
-from labeling.review_services import LABEL_TAGS, OPEN_STATUSES, OTHER_TAG_MAX_LENGTH, OTHER_TAGS_MAX
+from labeling.review_services import LABEL_TAGS, OTHER_TAG_MAX_LENGTH, OTHER_TAGS_MAX
 
 Kind = BulkAction.Kind
 LABEL_KINDS = (Kind.VERDICT, Kind.TAGS_ADD, Kind.TAGS_REMOVE, Kind.SPLIT)
@@ -206,7 +206,7 @@ def _apply_move(action: BulkAction, ids: list[int], params: BulkParams, now: dat
     target = Category.objects.select_for_update().filter(id=params.category_id).first()
     if target is None:
         raise BulkRefused("that category does not exist", status=404, field="category")
-    if target.status not in OPEN_STATUSES:
+    if not target.is_open:
         raise BulkRefused(
             f"“{target.name}” is {target.get_status_display().lower()}; move items into a proposed or confirmed category",
             status=409,
@@ -294,7 +294,7 @@ def _apply_verdict(action: BulkAction, ids: list[int], params: BulkParams, now: 
     if verdict == Label.Verdict.FAILURE:
         for chunk in _chunks(ids):
             categories.update(
-                Assignment.objects.filter(item_id__in=chunk, category__status__in=OPEN_STATUSES).values_list(
+                Assignment.objects.filter(item_id__in=chunk, category__status__in=Category.OPEN_STATUSES).values_list(
                     "item_id", "category_id"
                 )
             )

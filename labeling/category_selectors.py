@@ -93,7 +93,7 @@ def category_list(*, filters: CategoryListFilters, now: datetime | None = None) 
     if filters.status in Category.Status.values:
         categories = categories.filter(status=filters.status)
     elif filters.status != ALL_STATUSES:
-        categories = categories.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED))
+        categories = categories.open()
     if filters.search:
         categories = categories.filter(name__icontains=filters.search)
     if filters.area == "none":
@@ -189,12 +189,7 @@ def category_items(*, category: Category, filters: CategoryItemFilters, viewer=N
     )
     if viewer is not None and not is_admin(viewer):
         items = items.exclude(labels_hidden_from(viewer) & Q(assignment__assigned_by=Assignment.By.REVIEWER))
-    if filters.rating == "down":
-        items = items.filter(rating=-1)
-    elif filters.rating == "up":
-        items = items.filter(rating=1)
-    elif filters.rating == "none":
-        items = items.filter(rating__isnull=True)
+    items = items.rated(filters.rating)
     if filters.model_version:
         items = items.filter(model_version=filters.model_version)
     if filters.variant:
@@ -272,9 +267,7 @@ def merge_suggestions(*, min_similarity: float = MERGE_SUGGESTION_SIMILARITY, li
     """
     categories = [
         category
-        for category in Category.objects.filter(
-            status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0
-        ).only("id", "name", "status", "size", "centroid")
+        for category in Category.objects.open().filter(size__gt=0).only("id", "name", "status", "size", "centroid")
         if category.centroid and len(category.centroid) == clustering.DIMENSIONS * 4  # float32
     ]
     if len(categories) < 2:
@@ -307,7 +300,7 @@ def _stays(a: Category, b: Category) -> bool:
 def category_merge_targets(*, category: Category) -> QuerySet[Category]:
     """Where a category may be merged into: any other open category."""
     return (
-        Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED))
+        Category.objects.open()
         .exclude(id=category.id)
         .only("id", "name", "size", "status")
         .order_by(Lower("name"), "id")

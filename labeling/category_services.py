@@ -20,7 +20,6 @@ from labeling.audit import audit_record
 from labeling.models import Assignment, Category, ClusterRun, Label
 
 NAME_MAX_LENGTH = Category._meta.get_field("name").max_length
-OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
 REPRESENTATIVES = 5
 
 
@@ -128,7 +127,7 @@ def category_confirm(*, category_id: int, user) -> Category:
 def category_archive(*, category_id: int, user) -> Category:
     """Retire a category: runs stop sorting new items into it; its items stay visible."""
     return _status_set(
-        category_id, user=user, status=Category.Status.ARCHIVED, action="archived", allowed_from=OPEN_STATUSES
+        category_id, user=user, status=Category.Status.ARCHIVED, action="archived", allowed_from=Category.OPEN_STATUSES
     )
 
 
@@ -156,7 +155,7 @@ def category_merge(*, category_id: int, target_id: int, user) -> Category:
     source, target = locked[category_id], locked[target_id]
     if source.status == Category.Status.MERGED:
         raise CategoryRefused(f"“{source.name}” has already been merged.")
-    if target.status not in OPEN_STATUSES:
+    if not target.is_open:
         raise CategoryRefused(
             f"“{target.name}” is {target.get_status_display().lower()}; merge into a proposed or confirmed category.",
             field="target",

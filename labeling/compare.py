@@ -73,9 +73,7 @@ DEFAULT_WINDOW_DAYS = 90
 # Longer windows are drawn by week: a daily line over a year is unreadable.
 MAX_DAILY_BUCKETS = 31
 MAX_DAILY_BUCKETS_ASKED = 366
-OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
 # Merging an area moves its items to the target; any left behind count outside any area.
-OPEN_AREA_STATUSES = (Area.Status.PROPOSED, Area.Status.CONFIRMED)
 MAX_PINS_ON_OVERVIEW = 10
 DENOMINATOR = (
     "Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted ones "
@@ -738,7 +736,7 @@ class AreaInfo:
 
     @property
     def is_open(self) -> bool:
-        return self.status in OPEN_AREA_STATUSES
+        return self.status in Area.OPEN_STATUSES
 
 
 def _areas(rows: Iterable[dict]) -> dict[int, AreaInfo]:
@@ -782,7 +780,7 @@ def _comparison_from_rows(
         kept_rows.append((key, row))
         summary, n = summaries[key], row["n"]
         category = categories.get(row["assignment__category_id"])
-        in_open_category = category is not None and category.status in OPEN_STATUSES
+        in_open_category = category is not None and category.is_open
         # An item counts in the area its own assignment names, whatever its category: so an area
         # holds its unsorted bucket, and the test of the area sees every signal filed under it.
         area = areas.get(row["assignment__area_id"])

@@ -8,7 +8,6 @@ from labeling.review_services import (
     CORRECTED_RESPONSE_MAX_LENGTH,
     HINT_MAX_LENGTH,
     LABEL_TAGS,
-    OPEN_STATUSES,
     OTHER_TAG_MAX_LENGTH,
     OTHER_TAGS_MAX,
 )
@@ -23,7 +22,7 @@ class LabelForm(forms.Form):
         error_messages={"required": "Choose a verdict."},
     )
     category = forms.ModelChoiceField(
-        queryset=Category.objects.filter(status__in=OPEN_STATUSES),
+        queryset=Category.objects.open(),
         required=False,
         error_messages={"invalid_choice": CLOSED_CATEGORY},
     )
@@ -94,7 +93,7 @@ class LabelForm(forms.Form):
 class DoubleReviewRequestForm(forms.Form):
     count = forms.IntegerField(label="Items", min_value=1, max_value=500, initial=20)
     category = forms.ModelChoiceField(
-        queryset=Category.objects.filter(status__in=OPEN_STATUSES),
+        queryset=Category.objects.open(),
         required=False,
         empty_label="Any category",
         error_messages={"invalid_choice": CLOSED_CATEGORY},

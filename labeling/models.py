@@ -5,6 +5,13 @@ from django.utils import timezone
 from feedback.models import FeedbackItem
 
 
+class OpenQuerySet(models.QuerySet):
+    """Areas and categories a reviewer still works with: not merged away or archived."""
+
+    def open(self):
+        return self.filter(status__in=self.model.OPEN_STATUSES)
+
+
 class ClusterRun(models.Model):
     """One clustering pass: parameters, progress, counts and quality figures."""
 
@@ -51,6 +58,9 @@ class Area(models.Model):
         CONFIRMED = "confirmed", "Confirmed"
         MERGED = "merged", "Merged"
 
+    OPEN_STATUSES = (Status.PROPOSED, Status.CONFIRMED)
+    objects = OpenQuerySet.as_manager()
+
     name = models.CharField(max_length=200)
     keywords = models.JSONField(default=list)
     # float32, L2-normalised, raw bytes: the size-weighted mean of its categories.
@@ -65,6 +75,10 @@ class Area(models.Model):
     class Meta:
         ordering = ["name", "id"]
 
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
+
     def __str__(self) -> str:
         return self.name
 
@@ -77,6 +91,9 @@ class Category(models.Model):
         CONFIRMED = "confirmed", "Confirmed"
         MERGED = "merged", "Merged"
         ARCHIVED = "archived", "Archived"
+
+    OPEN_STATUSES = (Status.PROPOSED, Status.CONFIRMED)
+    objects = OpenQuerySet.as_manager()
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
@@ -104,6 +121,10 @@ class Category(models.Model):
     class Meta:
         ordering = ["-size", "id"]
         verbose_name_plural = "categories"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
 
     def __str__(self) -> str:
         return self.name

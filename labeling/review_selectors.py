@@ -20,7 +20,6 @@ from feedback.models import FeedbackItem
 from feedback.scrubber import scrub, scrub_json
 from labeling.models import Assignment, AuditEvent, Category, DoubleReview, Label, ReviewLock, Settlement
 from labeling.permissions import is_admin
-from labeling.review_services import OPEN_STATUSES
 from labeling.services import failure_signals
 
 SUGGESTED_MAX = 9
@@ -80,7 +79,7 @@ def queue_parse(*, key: str | None, order: str | None = None) -> Queue | None:
     category_id = id_parse(key)
     if category_id is None:
         return None
-    category = Category.objects.filter(id=category_id, status__in=OPEN_STATUSES).first()
+    category = Category.objects.open().filter(id=category_id).first()
     if category is None:
         return None
     return Queue(key=str(category.id), title=category.name, category=category, order=order)
@@ -245,7 +244,7 @@ def queues_overview() -> list[QueueRow]:
     """Every queue a reviewer can pick, with its progress, in five queries."""
     labelled = Exists(Label.objects.filter(item=OuterRef("item")))
     per_category = (
-        Assignment.objects.filter(category__status__in=OPEN_STATUSES)
+        Assignment.objects.filter(category__status__in=Category.OPEN_STATUSES)
         .annotate(labelled=labelled)
         .values("category")
         .annotate(total=Count("id"), done=Count("id", filter=Q(labelled=True)))
@@ -259,7 +258,7 @@ def queues_overview() -> list[QueueRow]:
     }
     fixed = [Queue(key=UNASSIGNED, title="Unassigned items"), Queue(key=DOUBLE, title="Double review")]
     rows = [QueueRow(queue=queue, progress=_fixed_progress(queue, moved.get(queue.key, 0))) for queue in fixed]
-    for category in Category.objects.filter(status__in=OPEN_STATUSES).only("id", "name", "status", "size"):
+    for category in Category.objects.open().only("id", "name", "status", "size"):
         moved_out = moved.get(str(category.id), 0)
         rows.append(
             QueueRow(
@@ -367,7 +366,7 @@ def item_labels(*, item: FeedbackItem) -> list[Label]:
 
 def categories_open() -> list[Category]:
     """Categories a reviewer may pick, with their centroids, biggest first."""
-    return list(Category.objects.filter(status__in=OPEN_STATUSES).only("id", "name", "status", "size", "centroid"))
+    return list(Category.objects.open().only("id", "name", "status", "size", "centroid"))
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ REWARD_HACKING_TAGS = (
 COMMON_TAGS = ("wrong file", "ignored instructions", "hallucinated API", "too slow", "verbose")
 LABEL_TAGS = REWARD_HACKING_TAGS + COMMON_TAGS
 
-OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
 
 
 class LabelRefused(Exception):
@@ -122,7 +121,7 @@ def label_save(
         if category is not None:
             # Re-read under a lock: a merge or archive may have landed since the form was checked.
             category = Category.objects.select_for_update().filter(id=category.id).first()
-            if category is None or category.status not in OPEN_STATUSES:
+            if category is None or not category.is_open:
                 raise LabelRefused("that category no longer exists or was merged or archived", field="category")
         label = Label.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
         created = label is None
@@ -458,7 +457,7 @@ def dispute_settle(
         if verdict == Label.Verdict.FAILURE:
             wanted = category_id if category_id is not None else kept.category_id
             if wanted is not None:
-                category = Category.objects.select_for_update().filter(id=wanted, status__in=OPEN_STATUSES).first()
+                category = Category.objects.select_for_update().open().filter(id=wanted).first()
                 if category is None:
                     raise SettlementRefused(
                         "that category no longer exists or was merged or archived", status=422, field="category"

@@ -83,7 +83,7 @@ def top_categories(*, limit: int = 10, days: int = 14, now: datetime | None = No
     now = now or timezone.now()
     since = (now - timedelta(days=days - 1)).date()
     categories = list(
-        Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0)
+        Category.objects.open().filter(size__gt=0)
         .order_by("-size", "id")
         .only("id", "name", "status", "size")[:limit]
     )
@@ -196,8 +196,7 @@ def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackIte
         "status": filters.status,
     }
     items = items.filter(**{field: value for field, value in exact.items() if value})
-    if filters.rating in ("up", "down"):
-        items = items.filter(rating=1 if filters.rating == "up" else -1)
+    items = items.rated(filters.rating)  # the form offers up and down only
     category_id, area_id = id_parse(filters.category), id_parse(filters.area)
     if filters.category == "none" or category_id is not None or filters.area == "none" or area_id is not None:
         items = items.filter(category_hidden=False)
@@ -239,12 +238,12 @@ def search_choices() -> dict:
         "model_versions": sorted({version for version, _ in pairs} - {""}),
         "variants": sorted({variant for _, variant in pairs} - {""}),
         "categories": list(
-            Category.objects.filter(status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED), size__gt=0)
+            Category.objects.open().filter(size__gt=0)
             .order_by("name")
             .values_list("id", "name")
         ),
         "areas": list(
-            Area.objects.filter(status__in=(Area.Status.PROPOSED, Area.Status.CONFIRMED))
+            Area.objects.open()
             .order_by(Lower("name"), "id")
             .values_list("id", "name")
         ),

@@ -21,7 +21,6 @@ from notifications import events as notification_events
 logger = logging.getLogger(__name__)
 
 # Categories that new signals may be sorted into.
-OPEN_STATUSES = (Category.Status.PROPOSED, Category.Status.CONFIRMED)
 
 
 class RunAlreadyActive(Exception):
@@ -32,7 +31,7 @@ class RunAlreadyActive(Exception):
 
 def failure_signals():
     """The signals that describe failures: thumbs-down ratings and reports."""
-    return FeedbackItem.objects.filter(Q(kind=FeedbackItem.Kind.REPORT) | Q(rating=-1))
+    return FeedbackItem.objects.failures()
 
 
 def clusterable_failures():
@@ -298,7 +297,7 @@ def _reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _P
     now = timezone.now()
     category_of_cluster: dict[int, Category | None] = {}
     matched = created = 0
-    taken_names = {c.name for c in final.values() if c.status in OPEN_STATUSES}
+    taken_names = {c.name for c in final.values() if c.is_open}
     for cluster in range(result.n_clusters):
         words = keywords.get(cluster, [])
         if cluster in matches:
@@ -408,7 +407,7 @@ def _keep_previous(
             continue
         previous = final[previous_id]
         now = categories[i]
-        if previous.status not in OPEN_STATUSES or (now is not None and now.id == previous_id):
+        if not previous.is_open or (now is not None and now.id == previous_id):
             continue
         centroid = centroid_now.get(previous_id)
         if centroid is None:
@@ -517,7 +516,7 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
 def _areas_refresh_centroids() -> None:
     """Each area's centroid: the size-weighted mean of its open categories' centroids."""
     for area in Area.objects.exclude(status=Area.Status.MERGED):
-        cats = [c for c in area.categories.filter(status__in=OPEN_STATUSES).exclude(centroid=None).only("centroid", "size")]
+        cats = [c for c in area.categories.open().exclude(centroid=None).only("centroid", "size")]
         if not cats:
             continue
         mean = sum(max(c.size, 1) * centroid_of(c) for c in cats)
@@ -649,7 +648,7 @@ def items_assign(*, item_ids: list[int]) -> int:
 def _assign_nearest(*, rows: list[tuple[int, int]]) -> list[Assignment]:
     """Give each (item id, embedding id) the nearest open category it fits, else the nearest area only."""
     categories = list(
-        Category.objects.filter(status__in=OPEN_STATUSES)
+        Category.objects.open()
         .exclude(centroid=None)
         .only("id", "centroid", "fit_similarity", "area_id")
     )

@@ -127,7 +127,7 @@ def cluster_run_done(*, run_id: int) -> int:
     since = timezone.now() - timedelta(days=settings.NOTIFY_NEW_CATEGORY_DAYS)
     candidates = list(
         Category.objects.filter(
-            status__in=(Category.Status.PROPOSED, Category.Status.CONFIRMED),
+            status__in=Category.OPEN_STATUSES,
             created_by_run__isnull=False,
             created_at__gte=since,
             size__gte=threshold,

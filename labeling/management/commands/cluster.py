@@ -37,5 +37,5 @@ class Command(BaseCommand):
             f"run {run.id}: {counts['items']} items, {counts['clusters']} clusters "
             f"({counts['matched']} matched, {counts['new']} new), {counts['unassigned']} unassigned"
         )
-        for category in Category.objects.filter(size__gt=0, status__in=services.OPEN_STATUSES)[:30]:
+        for category in Category.objects.open().filter(size__gt=0)[:30]:
             self.stdout.write(f"  {category.size:6d}  [{category.status}] {category.name}")
