@@ -1,6 +1,8 @@
+import numpy as np
 import pytest
 
 from feedback import custom_patterns, vector_index
+from tests.cluster_factories import THEMES
 
 
 @pytest.fixture(autouse=True)
@@ -16,3 +18,26 @@ def fresh_custom_patterns():
     custom_patterns.forget()
     yield
     custom_patterns.forget()
+
+
+# Shared by the export tests.
+@pytest.fixture
+def export_root(settings, tmp_path):
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    return settings.EXPORT_ROOT
+
+
+@pytest.fixture
+def no_broker(monkeypatch):
+    """Run ids handed to the worker (no broker in these tests)."""
+    queued = []
+    monkeypatch.setattr("exports.tasks.export_run.apply_async", lambda args, **kwargs: queued.append(args[0]))
+    return queued
+
+
+# Shared by the cluster-run tests (tests/cluster_factories.py).
+@pytest.fixture
+def centers():
+    rng = np.random.default_rng(0)
+    raw = rng.standard_normal((len(THEMES), 384))
+    return raw / np.linalg.norm(raw, axis=1, keepdims=True)

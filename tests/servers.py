@@ -1,12 +1,15 @@
-"""Real server processes for the tests: the test database's URL, a free port, waiting, starting and stopping."""
+"""Real server processes for the tests: the test database's URL, a free port, waiting, starting and stopping;
+and a receiver of outgoing HTTP posts."""
 
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -93,3 +96,35 @@ def needs_postgresql():
         if os.environ.get("CI"):
             pytest.fail("this test needs PostgreSQL (DATABASE_URL=postgres://...)")
         pytest.skip("row locks are PostgreSQL's; SQLite runs one writer at a time")
+
+
+class Receiver:
+    """An HTTP server that records each POST and answers with the next status of `statuses` (then the last)."""
+
+    def __init__(self, statuses=(200,), body: bytes = b"ok") -> None:
+        self.statuses = list(statuses)
+        self.body = body
+        self.requests: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                receiver.requests.append({"headers": dict(self.headers), "body": self.rfile.read(length), "path": self.path})
+                index = min(len(receiver.requests) - 1, len(receiver.statuses) - 1)
+                self.send_response(receiver.statuses[index])
+                self.send_header("content-length", str(len(receiver.body)))
+                self.end_headers()
+                self.wfile.write(receiver.body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/feedback?token=abc"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

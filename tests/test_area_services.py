@@ -10,8 +10,8 @@ from django.utils import timezone
 from feedback.models import FeedbackItem
 from labeling import area_services as services
 from labeling.models import Area, Assignment, AuditEvent, Category
+from tests.cluster_factories import add_items, run_clustering
 from tests.factories import source_make, user_make
-from tests.test_cluster_runs import add_items, centers, run_clustering  # noqa: F401 (centers: a fixture)
 
 pytestmark = pytest.mark.django_db
 

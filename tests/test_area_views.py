@@ -5,6 +5,7 @@ import re
 import pytest
 
 from labeling.models import Area, Assignment, AuditEvent, Category
+from tests.cluster_factories import add_items, run_clustering
 from tests.factories import client_for, source_make, user_make
 from tests.test_area_services import (
     area_make,
@@ -13,7 +14,6 @@ from tests.test_area_services import (
     snapshot,
     unsorted_make,
 )
-from tests.test_cluster_runs import add_items, centers, run_clustering  # noqa: F401 (centers: a fixture)
 
 pytestmark = pytest.mark.django_db
 

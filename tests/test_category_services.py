@@ -10,8 +10,8 @@ from django.utils import timezone
 from feedback.models import Embedding, FeedbackItem
 from labeling import category_services, services
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
+from tests.cluster_factories import add_items, blob_vectors, run_clustering
 from tests.factories import source_make
-from tests.test_cluster_runs import add_items, blob_vectors, run_clustering
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from feedback import services as feedback_services
 from feedback.models import FeedbackItem
 from labeling import area_services, category_services, services
 from labeling.models import Area, Assignment, AuditEvent, Category
+from tests.cluster_factories import run_clustering
 from tests.factories import user_make
-from tests.test_cluster_runs import run_clustering
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

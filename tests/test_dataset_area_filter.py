@@ -9,12 +9,14 @@ from exports import selectors
 from exports.models import Dataset
 from feedback.services import api_token_create
 from labeling.models import Area, Assignment, Category
-from tests import test_export_helpers as helpers
+from tests.export_factories import (
+    dataset_make,
+    export,
+    item_make,
+    member_ids,
+    source_get,
+)
 from tests.factories import client_for, user_make
-from tests.test_export_helpers import dataset_make, export, item_make, member_ids, source_get
-
-export_root = helpers.export_root
-no_broker = helpers.no_broker
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ category picker grouped by area."""
 
 import csv
 import re
-from urllib.parse import urlencode
 from datetime import UTC, datetime
+from urllib.parse import urlencode
 
 import pyarrow.parquet as pq
 import pytest
@@ -15,11 +15,14 @@ from exports.models import Dataset
 from exports.schemas import FORMATS
 from exports.services import version_folder
 from labeling.models import Area, Category
-from tests import test_export_helpers as helpers
+from tests.export_factories import (
+    dataset_make,
+    export,
+    item_make,
+    label_make,
+    source_get,
+)
 from tests.factories import client_for, user_make
-from tests.test_export_helpers import dataset_make, export, item_make, label_make, source_get
-
-export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
 

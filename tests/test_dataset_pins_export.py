@@ -3,10 +3,7 @@
 import pytest
 
 from labeling.models import DatasetPin
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import dataset_make, export, item_make, member_ids
-
-export_root = helpers.export_root
+from tests.export_factories import dataset_make, export, item_make, member_ids
 
 pytestmark = pytest.mark.django_db
 

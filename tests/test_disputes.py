@@ -10,14 +10,18 @@ from django.utils import timezone
 
 from exports import services as export_services
 from feedback.models import FeedbackItem
-from labeling.models import Assignment, AuditEvent, Category, DoubleReview, Label, Settlement
+from labeling.models import (
+    Assignment,
+    AuditEvent,
+    Category,
+    DoubleReview,
+    Label,
+    Settlement,
+)
 from labeling.review_selectors import disputes_list
 from labeling.review_services import SettlementRefused, dispute_settle, label_save
-from tests import test_export_helpers as helpers
+from tests.export_factories import dataset_make, export, item_make, member_ids
 from tests.factories import client_for, user_make
-from tests.test_export_helpers import dataset_make, export, item_make, member_ids
-
-export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
 

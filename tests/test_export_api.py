@@ -10,18 +10,13 @@ from exports import services
 from exports.models import Dataset, ExportRun
 from feedback.services import api_token_create, api_token_revoke
 from labeling.models import Category
-from tests import test_export_helpers as helpers
-from tests.factories import client_for, user_make
-from tests.test_export_helpers import (
+from tests.export_factories import (
     dataset_make,
     export,
     item_make,
     source_get,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
-no_broker = helpers.no_broker
+from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
 

@@ -17,18 +17,14 @@ from django.utils import timezone
 
 from exports.models import DatasetVersion, ExportRun
 from feedback.models import FeedbackItem
-from tests import test_export_helpers as helpers
-from tests.servers import database_url
-from tests.test_export_helpers import (
+from tests.export_factories import (
     OCCURRED,
     dataset_make,
     export,
     item_make,
     source_get,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
+from tests.servers import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,12 +7,9 @@ from django.core.management import call_command
 
 from exports.demo import demo_datasets_export
 from exports.models import Dataset, DatasetVersion
-from tests import test_export_helpers as helpers
 
 pytestmark = pytest.mark.django_db
 
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
 
 
 def test_demo_load_with_process_exports_an_eval_and_a_train_dataset(export_root):

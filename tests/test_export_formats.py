@@ -9,16 +9,12 @@ import pandas as pd
 import pytest
 
 from labeling.models import Category
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import (
+from tests.export_factories import (
     dataset_make,
     export,
     item_make,
     label_make,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
 

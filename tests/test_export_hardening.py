@@ -11,7 +11,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from django.test import Client
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from config.csvcells import spreadsheet_safe
 from exports.demo import DEMO_DATASETS
@@ -22,12 +23,20 @@ from exports.services import dataset_version_verify
 from feedback.models import FeedbackItem
 from feedback.services import api_token_create
 from labeling.models import Category
-from tests import test_export_helpers as helpers
-from tests.factories import client_for, post_signed, rating_event, source_make, user_make
-from tests.test_export_helpers import dataset_make, export, item_make, label_make, source_get
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
+from tests.export_factories import (
+    dataset_make,
+    export,
+    item_make,
+    label_make,
+    source_get,
+)
+from tests.factories import (
+    client_for,
+    post_signed,
+    rating_event,
+    source_make,
+    user_make,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ from exports import holdout, services
 from exports.models import Mode
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import (
+from tests import export_factories as helpers
+from tests.export_factories import (
     at_cosine,
     dataset_make,
     export,
@@ -18,9 +18,6 @@ from tests.test_export_helpers import (
     member_ids,
     unit,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
 

@@ -10,15 +10,11 @@ from config.celery import app as celery_app
 from exports import formats, services, tasks
 from exports.models import DatasetVersion, ExportRun
 from exports.schemas import ScheduleIn
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import (
+from tests.export_factories import (
     dataset_make,
     item_make,
     member_ids,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
 
 
 def scheduled(name: str, *, mode: str = "snapshot", cron: str = "0 3 * * *"):

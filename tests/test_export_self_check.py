@@ -4,11 +4,7 @@ import pytest
 
 from exports import records, services
 from exports.models import DatasetVersion, ExportRun, Trigger
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import dataset_make, export, item_make
-
-export_root = helpers.export_root
-no_broker = helpers.no_broker
+from tests.export_factories import dataset_make, export, item_make
 
 pytestmark = pytest.mark.django_db
 

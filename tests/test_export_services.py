@@ -15,9 +15,7 @@ from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetFilters, DatasetPatch
 from feedback.models import FeedbackItem
 from labeling.models import Assignment, Category
-from tests import test_export_helpers as helpers
-from tests.factories import user_make
-from tests.test_export_helpers import (
+from tests.export_factories import (
     dataset_make,
     export,
     item_make,
@@ -26,10 +24,7 @@ from tests.test_export_helpers import (
     source_get,
     unit,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
-no_broker = helpers.no_broker
+from tests.factories import user_make
 
 pytestmark = pytest.mark.django_db
 

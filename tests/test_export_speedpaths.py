@@ -11,10 +11,7 @@ from exports.formats import _json_text, json_bytes, json_line, json_text
 from exports.models import DatasetVersion, ExportRun, Trigger
 from exports.written import WrittenStrings
 from feedback.scrubber import ScrubMemo, find_unscrubbed, scrub, scrub_json
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import dataset_make, export, item_make, label_make
-
-export_root = helpers.export_root
+from tests.export_factories import dataset_make, export, item_make, label_make
 
 AWS_KEY = "AKIA4HKQ2Z7XNB3LPQWE"
 TEXTS = [

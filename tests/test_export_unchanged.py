@@ -8,12 +8,8 @@ from exports import services, tasks
 from exports.models import DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import ScheduleIn
 from feedback.services import api_token_create
-from tests import test_export_helpers as helpers
+from tests.export_factories import dataset_make, item_make, label_make, source_get
 from tests.factories import client_for, user_make
-from tests.test_export_helpers import dataset_make, item_make, label_make, source_get
-
-export_root = helpers.export_root
-no_broker = helpers.no_broker
 
 FORMATS = ("csv", "chat_jsonl", "hints_jsonl", "parquet")
 

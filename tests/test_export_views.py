@@ -7,19 +7,14 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from exports.models import Dataset, DatasetVersion, ExportRun
 from labeling.models import AuditEvent
-from tests import test_export_helpers as helpers
-from tests.factories import client_for, user_make
-from tests.test_export_helpers import (
+from tests.export_factories import (
     dataset_make,
     export,
     item_make,
     source_get,
     unit,
 )
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
-no_broker = helpers.no_broker
+from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
 

@@ -16,11 +16,8 @@ from exports import holdout, services
 from exports.models import DatasetVersion, ExportRun, Trigger
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import dataset_make, embed_plant, export, member_ids, unit
-
-# Fixtures shared by the export tests.
-export_root = helpers.export_root
+from tests import export_factories as helpers
+from tests.export_factories import dataset_make, embed_plant, export, member_ids, unit
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,8 @@ from exports.services import version_folder
 from feedback import services
 from feedback.models import FeedbackItem, ImportRun, Source
 from feedback.schemas import ReportIn
-from tests import test_export_helpers as helpers
+from tests.export_factories import dataset_make, export
 from tests.factories import rating_event
-from tests.test_export_helpers import dataset_make, export
-
-export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
 

@@ -5,10 +5,8 @@ delivery task runs eagerly, so each test sees every attempt a worker would make.
 """
 
 import json
-import threading
 import uuid
 from datetime import date, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import standardwebhooks
@@ -20,43 +18,25 @@ from feedback.models import FeedbackItem
 from labeling import compare
 from labeling.models import Category, ClusterRun
 from notifications import events, services
-from notifications.models import CheckMark, Delivery, Destination, Event, Notification, RegressionWatch
-from tests.factories import client_for, post_signed, rating_event, source_make, user_make
+from notifications.models import (
+    CheckMark,
+    Delivery,
+    Destination,
+    Event,
+    Notification,
+    RegressionWatch,
+)
+from tests.factories import (
+    client_for,
+    post_signed,
+    rating_event,
+    source_make,
+    user_make,
+)
+from tests.servers import Receiver
 from tests.test_compare import params, planted_data
 
 pytestmark = pytest.mark.django_db
-
-
-class Receiver:
-    """An HTTP server that records each POST and answers with the next status of `statuses` (then the last)."""
-
-    def __init__(self, statuses=(200,), body: bytes = b"ok") -> None:
-        self.statuses = list(statuses)
-        self.body = body
-        self.requests: list[dict] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                length = int(self.headers.get("content-length", 0))
-                receiver.requests.append({"headers": dict(self.headers), "body": self.rfile.read(length), "path": self.path})
-                index = min(len(receiver.requests) - 1, len(receiver.statuses) - 1)
-                self.send_response(receiver.statuses[index])
-                self.send_header("content-length", str(len(receiver.body)))
-                self.end_headers()
-                self.wfile.write(receiver.body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/feedback?token=abc"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

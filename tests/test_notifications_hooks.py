@@ -5,13 +5,14 @@ import json
 import pytest
 
 from config.celery import app as celery_app
-from exports import formats, services as export_services
+from exports import formats
+from exports import services as export_services
 from exports.models import DatasetVersion, Trigger
 from notifications import services
 from notifications.models import Delivery, Event, Notification
-from tests.test_cluster_runs import add_items, centers, run_clustering  # noqa: F401 (fixture)
-from tests.test_export_helpers import dataset_make, export_root, item_make  # noqa: F401 (fixture)
-from tests.test_notifications import Receiver
+from tests.cluster_factories import add_items, run_clustering
+from tests.export_factories import dataset_make, item_make
+from tests.servers import Receiver
 
 pytestmark = pytest.mark.django_db
 

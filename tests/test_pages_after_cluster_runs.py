@@ -20,12 +20,9 @@ from feedback.models import FeedbackItem
 from labeling import services
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
 from labeling.templatetags.audit import pairs
-from tests import test_export_helpers as export_helpers
+from tests.cluster_factories import category_of, run_clustering
+from tests.export_factories import dataset_make, export, item_make
 from tests.factories import client_for, user_make
-from tests.test_cluster_runs import category_of, run_clustering
-from tests.test_export_helpers import dataset_make, export, item_make
-
-export_root = export_helpers.export_root  # fixture
 
 pytestmark = pytest.mark.django_db
 

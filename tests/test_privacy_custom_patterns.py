@@ -6,19 +6,16 @@ import json
 import pyarrow.parquet as pq
 import pytest
 from django.core.exceptions import ValidationError
-from django.test.utils import CaptureQueriesContext
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from exports.models import DatasetVersion
 from feedback import custom_patterns, services, vector_index
 from feedback.models import FeedbackItem, Source
-from tests import test_export_helpers as export_helpers
+from tests import export_factories as export_helpers
 from tests.factories import client_for, user_make
 from tests.review_factories import category_make, unit_vector
 from tests.review_factories import item_make as review_item_make
-
-export_root = export_helpers.export_root
-no_broker = export_helpers.no_broker
 
 pytestmark = pytest.mark.django_db
 
@@ -206,7 +203,8 @@ def test_every_export_format_applies_every_sources_patterns(export_root, no_brok
 
 
 def test_the_export_self_check_knows_the_custom_patterns(export_root, no_broker, acme, monkeypatch):
-    from exports import records, services as export_services
+    from exports import records
+    from exports import services as export_services
     from exports.models import Trigger
 
     export_helpers.item_make(source=acme, comment=f"It ran on {HOST}.")

@@ -17,11 +17,9 @@ from labeling.models import Assignment, Category, ClusterRun
 from labeling.services import failure_signals
 from rollouts.compare import check_rows
 from rollouts.models import CheckedRollout, RolloutFlag, SourceRolloutSettings
-from tests import test_export_helpers as helpers
 
 ANCHOR = datetime(2026, 12, 1, tzinfo=UTC)
 # demo_load --process exports the demo datasets: into a folder of the test's own.
-export_root = helpers.export_root
 
 
 def test_the_rollouts_are_deterministic_and_extend_with_the_count():

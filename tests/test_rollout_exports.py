@@ -7,10 +7,7 @@ from django.contrib.auth import get_user_model
 
 from rollouts import services
 from rollouts.models import RolloutFlag
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import dataset_make, export, item_make, label_make
-
-export_root = helpers.export_root
+from tests.export_factories import dataset_make, export, item_make, label_make
 
 pytestmark = pytest.mark.django_db
 

@@ -14,10 +14,7 @@ import pytest
 
 from exports import services
 from exports.formats import WRITERS
-from tests import test_export_helpers as helpers
-from tests.test_export_helpers import dataset_make, export, item_make, label_make
-
-export_root = helpers.export_root
+from tests.export_factories import dataset_make, export, item_make, label_make
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,8 @@ from exports.member_states import text_hash
 from exports.models import DatasetVersion, DatasetVersionItem
 from feedback.models import FeedbackItem
 from labeling.models import Area, Assignment, Category, Label
-from tests import test_export_helpers as helpers
+from tests.export_factories import dataset_make, export, item_make, label_make
 from tests.factories import client_for, user_make
-from tests.test_export_helpers import dataset_make, export, item_make, label_make
-
-export_root = helpers.export_root
 
 pytestmark = pytest.mark.django_db
 

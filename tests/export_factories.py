@@ -1,10 +1,9 @@
-"""Helpers shared by the export tests (no tests here): items, vectors, labels, datasets."""
+"""Factories for the export tests: items, vectors, labels, datasets (fixtures: conftest.py)."""
 
 import uuid
 from datetime import UTC, datetime
 
 import numpy as np
-import pytest
 from django.contrib.auth import get_user_model
 
 from exports import services
@@ -16,20 +15,6 @@ from feedback.text import embeddable_text
 from labeling.models import Label
 
 OCCURRED = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def export_root(settings, tmp_path):
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    return settings.EXPORT_ROOT
-
-
-@pytest.fixture
-def no_broker(monkeypatch):
-    """Run ids handed to the worker (no broker in these tests)."""
-    queued = []
-    monkeypatch.setattr("exports.tasks.export_run.apply_async", lambda args, **kwargs: queued.append(args[0]))
-    return queued
 
 
 def source_get(slug: str = "product") -> Source:
