@@ -53,7 +53,6 @@ from feedback.scrubber import scrub
 from feedback.services import embed_text_for
 
 DIMENSIONS = 384
-DEFAULT_SIMILARITY = 0.92
 
 IN_EVAL_VERSION = "in_eval_version"
 MARKED_EVAL = "marked_eval"
@@ -283,7 +282,7 @@ def _recipe_texts(
 
 
 def similarity_threshold() -> float:
-    threshold = float(getattr(settings, "HOLDOUT_SIMILARITY", DEFAULT_SIMILARITY))
+    threshold = float(settings.HOLDOUT_SIMILARITY)
     if not 0.0 < threshold <= 1.0:
         # Above 1 nothing is ever held out; at 0 or below, everything is.
         raise ImproperlyConfigured(f"HOLDOUT_SIMILARITY must be in (0, 1], got {threshold}")

@@ -98,7 +98,7 @@ class HeldOutChanged(Exception):
 
 
 def export_root() -> Path:
-    return Path(getattr(settings, "EXPORT_ROOT", Path(settings.DATA_DIR) / "exports"))
+    return Path(settings.EXPORT_ROOT)
 
 
 def dataset_folder(*, name: str) -> Path:
@@ -110,13 +110,13 @@ def version_folder(*, version: DatasetVersion) -> Path:
 
 
 def stuck_seconds() -> int:
-    return int(getattr(settings, "EXPORT_STUCK_SECONDS", 600))
+    return settings.EXPORT_STUCK_SECONDS
 
 
 @functools.cache
 def app_version() -> str:
     """APP_VERSION when set, else the checked-out commit (read from .git, no git process), else 'unknown'."""
-    configured = getattr(settings, "APP_VERSION", "")
+    configured = settings.APP_VERSION
     if configured:
         return str(configured)
     git = Path(settings.BASE_DIR) / ".git"
