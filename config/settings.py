@@ -332,6 +332,13 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_QUEUES = (Queue("default"), Queue("embed"))
 # Each task declares its name and queue where it is defined (`@shared_task(name=..., queue=...)`):
 # the names are saved in beat's PeriodicTask rows, so moving a module must not change them.
+# The routes repeat the embed queue by name for producers that send a task by its name before
+# their Celery app has loaded the tasks (`celery call`, another service); tests/test_task_names.py
+# holds the two to each other.
+CELERY_TASK_ROUTES = {
+    name: {"queue": "embed"}
+    for name in ("feedback.tasks.embed_items", "feedback.tasks.embed_waiting", "feedback.tasks.reembed_items")
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 

@@ -72,12 +72,20 @@ def _json_text(value) -> str:
 
 def json_text(value) -> str:
     """_json_text(value), by orjson when it writes the same text (see json_bytes): tool-call arguments and results."""
-    if not holds_float(value):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
-        except (orjson.JSONEncodeError, TypeError):
-            pass
-    return _json_text(value)
+    written = _by_orjson(value, orjson.OPT_SORT_KEYS)
+    return _json_text(value) if written is None else written.decode("utf-8")
+
+
+def _by_orjson(value, option: int, *, floats: bool | None = None) -> bytes | None:
+    """orjson's bytes when they are json's (see json_bytes), else None."""
+    if floats is None:
+        floats = holds_float(value)
+    if floats:
+        return None
+    try:
+        return orjson.dumps(value, option=option)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
 
 
 def json_bytes(value, *, floats: bool | None = None) -> bytes:
@@ -90,14 +98,8 @@ def json_bytes(value, *, floats: bool | None = None) -> bytes:
     knows). What orjson refuses (keys that are not text, integers beyond 64
     bits, unpaired surrogates) goes to json too, which writes or refuses it as before.
     """
-    if floats is None:
-        floats = holds_float(value)
-    if not floats:
-        try:
-            return orjson.dumps(value, option=_ORJSON_LINE)
-        except (orjson.JSONEncodeError, TypeError):
-            pass
-    return json_line(value).encode("utf-8")
+    written = _by_orjson(value, _ORJSON_LINE, floats=floats)
+    return json_line(value).encode("utf-8") if written is None else written
 
 
 _ORJSON_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE

@@ -126,7 +126,7 @@ class FeedbackItemQuerySet(models.QuerySet):
 
     def failures(self):
         """What is clustered into failure categories: every report and every thumbs-down."""
-        return self.filter(models.Q(kind=FeedbackItem.Kind.REPORT) | models.Q(rating=FeedbackItem.DOWN))
+        return self.filter(FeedbackItem.FAILURES)
 
 
 class FeedbackItem(models.Model):
@@ -138,6 +138,9 @@ class FeedbackItem(models.Model):
     class Kind(models.TextChoices):
         RATING = "rating", "Rating"
         REPORT = "report", "Report"
+
+    # Every report and every thumbs-down; the count tables (labeling.counts) share these field names.
+    FAILURES = models.Q(kind=Kind.REPORT) | models.Q(rating=DOWN)
 
     class Status(models.TextChoices):
         RECEIVED = "received", "Received"

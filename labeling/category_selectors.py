@@ -151,7 +151,8 @@ def category_list_page(
 
 
 def thumbs_down_total(*, model_version: str = "") -> int:
-    return counted_total(Q(rating=-1, model_version=model_version) if model_version else Q(rating=-1))
+    down = Q(rating=FeedbackItem.DOWN)
+    return counted_total(down & Q(model_version=model_version) if model_version else down)
 
 
 def thumbs_down_by_version() -> dict[str, int]:
@@ -219,8 +220,8 @@ def category_item_breakdown(*, category: Category) -> ItemBreakdown:
         .order_by()
         .values("model_version", "variant")
         .annotate(
-            thumbs_down=Count("id", filter=Q(rating=-1)),
-            thumbs_up=Count("id", filter=Q(rating=1)),
+            thumbs_down=Count("id", filter=Q(rating=FeedbackItem.DOWN)),
+            thumbs_up=Count("id", filter=Q(rating=FeedbackItem.UP)),
             reports=Count("id", filter=Q(kind=FeedbackItem.Kind.REPORT)),
             total=Count("id"),
         )

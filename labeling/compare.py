@@ -73,7 +73,6 @@ DEFAULT_WINDOW_DAYS = 90
 # Longer windows are drawn by week: a daily line over a year is unreadable.
 MAX_DAILY_BUCKETS = 31
 MAX_DAILY_BUCKETS_ASKED = 366
-# Merging an area moves its items to the target; any left behind count outside any area.
 MAX_PINS_ON_OVERVIEW = 10
 DENOMINATOR = (
     "Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted ones "

@@ -87,7 +87,7 @@ def top_categories(*, limit: int = 10, days: int = 14, now: datetime | None = No
         .order_by("-size", "id")
         .only("id", "name", "status", "size")[:limit]
     )
-    total_failures = counts.counted_total(Q(rating=-1) | Q(kind=FeedbackItem.Kind.REPORT))
+    total_failures = counts.counted_total(FeedbackItem.FAILURES)
     daily = counts.counted(
         ("category_id", "day"), Q(category_id__in=[category.id for category in categories], day__gte=since), daily=True
     )

@@ -20,9 +20,6 @@ from notifications import events as notification_events
 
 logger = logging.getLogger(__name__)
 
-# Categories that new signals may be sorted into.
-
-
 class RunAlreadyActive(Exception):
     def __init__(self, run: ClusterRun) -> None:
         super().__init__(f"cluster run {run.id} is still {run.status}")
@@ -483,7 +480,7 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
     previous_final = [final[previous_area[i]].id if previous_area.get(i) in final else None for i in item_ids]
     matches = _overlap_matches(groups, previous_final, result.n_areas)
     names = clustering.name_clusters(texts, groups) if result.n_areas else {}
-    taken = {a.name for a in final.values() if a.status != Area.Status.MERGED}
+    taken = {a.name for a in final.values() if a.is_open}
     area_of_group: dict[int, Area] = {}
     for group in range(result.n_areas):
         if group in matches:
@@ -515,7 +512,7 @@ def _reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previou
 
 def _areas_refresh_centroids() -> None:
     """Each area's centroid: the size-weighted mean of its open categories' centroids."""
-    for area in Area.objects.exclude(status=Area.Status.MERGED):
+    for area in Area.objects.open():
         cats = [c for c in area.categories.open().exclude(centroid=None).only("centroid", "size")]
         if not cats:
             continue
@@ -660,7 +657,7 @@ def _assign_nearest(*, rows: list[tuple[int, int]]) -> list[Assignment]:
     floors = np.array(
         [min(settings.ASSIGN_SIMILARITY_THRESHOLD, c.fit_similarity or settings.ASSIGN_SIMILARITY_THRESHOLD) for c in categories]
     )
-    areas = list(Area.objects.exclude(status=Area.Status.MERGED).exclude(centroid=None).only("id", "centroid"))
+    areas = list(Area.objects.open().exclude(centroid=None).only("id", "centroid"))
     nearest_area = (
         clustering.assign_to_nearest(vectors, np.vstack([centroid_of(a) for a in areas]), threshold=-1.0)[0]
         if areas

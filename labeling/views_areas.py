@@ -41,7 +41,7 @@ def _area_or_404(area_id: int) -> Area:
 
 
 def _detail_response(request: HttpRequest, area: Area, *, status: int = 200, **extra) -> HttpResponse:
-    is_open = area.status != Area.Status.MERGED
+    is_open = area.is_open
     page = selectors.area_unsorted_page(area=area, page_number=request.GET.get("page"))
     context = {
         "area": area,

@@ -23,7 +23,7 @@ from labeling import category_selectors as selectors
 from labeling import bulk_services
 from labeling import category_services as services
 from labeling.audit import audit_trail
-from labeling.models import Area, Category, ClusterRun
+from labeling.models import Category, ClusterRun
 from labeling.permissions import admin_required, is_admin, reviewer_required
 from labeling.services import RunAlreadyActive
 from labeling.views_bulk import bulk_panel_for
@@ -66,7 +66,7 @@ def category_list(request: HttpRequest) -> HttpResponse:
         "area_groups": area_selectors.area_groups(page.object_list, areas=areas) if areas else None,
         "filters": filters,
         "area_filter": area_filter,
-        "area_choices": [area for area in areas.values() if area.status != Area.Status.MERGED],
+        "area_choices": [area for area in areas.values() if area.is_open],
         "status_choices": selectors.STATUS_CHOICES,
         "sort_choices": selectors.SORT_CHOICES,
         "model_versions": sorted(version for version in thumbs_down if version),

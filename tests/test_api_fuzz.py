@@ -105,7 +105,7 @@ AIM: dict[str, World] = {}
 
 
 @pytest.fixture
-def no_broker(monkeypatch):
+def nothing_queued(monkeypatch):
     # No worker runs here: queued work would only pile up in the broker (Redis
     # in CI, where later tests start real workers). Runs stay queued, so a
     # second export of the same dataset meets the documented 409.
@@ -114,7 +114,7 @@ def no_broker(monkeypatch):
 
 
 @pytest.fixture
-def world(live_server, settings, tmp_path, no_broker):
+def world(live_server, settings, tmp_path, nothing_queued):
     settings.EXPORT_ROOT = tmp_path / "exports"
     source, secret = source_make("fuzz")
     # Every scope, so that the token reaches every operation.
@@ -314,7 +314,7 @@ def test_a_category_id_beyond_64_bits_is_refused(client, token_api):
 
 
 @pytest.mark.django_db
-def test_a_session_posting_multipart_gets_a_json_400_not_a_500(settings, tmp_path, no_broker):
+def test_a_session_posting_multipart_gets_a_json_400_not_a_500(settings, tmp_path, nothing_queued):
     settings.EXPORT_ROOT = tmp_path
     dataset = dataset_make("forms")
     client = Client(enforce_csrf_checks=True)  # the check that parses the form, and used to fail

@@ -19,13 +19,6 @@ Refused = category_services.CategoryRefused
 
 
 @pytest.fixture
-def centers():
-    rng = np.random.default_rng(0)
-    raw = rng.standard_normal((4, 384))
-    return raw / np.linalg.norm(raw, axis=1, keepdims=True)
-
-
-@pytest.fixture
 def rita():
     return get_user_model().objects.create_user("rita", password="pw-rita-123")
 

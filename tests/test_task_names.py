@@ -67,3 +67,11 @@ def test_a_task_sent_by_name_goes_to_its_declared_queue(name, monkeypatch):
     app.send_task(name, args=[])
     expected = "embed" if name in EMBED_TASKS else "default"
     assert sent == [(name, expected)]
+
+
+@pytest.mark.parametrize("name", sorted(declared_tasks()))
+def test_a_producer_that_knows_only_the_name_routes_it_to_the_same_queue(name):
+    """Without the task's declaration at hand (task_type=None): what the routes alone decide."""
+    declared = declared_tasks()[name]["queue"]
+    options = app.amqp.router.route({}, name, task_type=None)
+    assert options["queue"].name == declared

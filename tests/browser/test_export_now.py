@@ -22,12 +22,6 @@ def eager_celery():
     celery_app.conf.task_always_eager = before
 
 
-@pytest.fixture
-def export_root(settings, tmp_path):
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    return settings.EXPORT_ROOT
-
-
 def test_a_reviewer_clicks_export_now_and_gets_a_version_with_download_links(
     page, reviewer_user, eager_celery, export_root
 ):
