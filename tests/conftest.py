@@ -3,6 +3,7 @@ import pytest
 
 from feedback import custom_patterns, vector_index
 from tests.cluster_factories import THEMES
+from tests.rollout_factories import planted_rise
 
 
 @pytest.fixture(autouse=True)
@@ -41,3 +42,9 @@ def centers():
     rng = np.random.default_rng(0)
     raw = rng.standard_normal((len(THEMES), 384))
     return raw / np.linalg.norm(raw, axis=1, keepdims=True)
+
+
+# Shared by the rollout comparison tests (tests/rollout_factories.py).
+@pytest.fixture
+def planted_rollouts():
+    return planted_rise()

@@ -40,9 +40,9 @@ from feedback import services as feedback_services
 from feedback.models import ApiToken
 from feedback.signatures import sign
 from labeling.models import Category
+from tests.compare_factories import add_items
 from tests.export_factories import dataset_make, export, item_make
 from tests.factories import source_make, user_make
-from tests.test_compare import add_items
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

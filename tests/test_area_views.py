@@ -5,15 +5,15 @@ import re
 import pytest
 
 from labeling.models import Area, Assignment, AuditEvent, Category
-from tests.cluster_factories import add_items, run_clustering
-from tests.factories import client_for, source_make, user_make
-from tests.test_area_services import (
+from tests.area_factories import (
     area_make,
     category_make,
     item_make,
     snapshot,
     unsorted_make,
 )
+from tests.cluster_factories import add_items, run_clustering
+from tests.factories import client_for, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 

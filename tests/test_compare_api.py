@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from feedback import services
 from feedback.models import Source
-from tests.test_compare import END, START, planted_data
+from tests.compare_factories import END, START, planted_data
 
 pytestmark = pytest.mark.django_db
 

@@ -22,67 +22,21 @@ tested, so no category is flagged.
 
 import csv
 import io
-import itertools
-import uuid
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date
 
 import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from feedback.models import FeedbackItem, Source
 from labeling import compare
-from labeling.models import Area, Assignment, Category
+from labeling.models import Area, Category
+from tests.compare_factories import END, START, add, area_data
 from tests.factories import source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
-START, END = date(2026, 11, 2), date(2026, 11, 15)
 QUERY = {"a": "1.0", "b": "1.1", "from": str(START), "to": str(END)}
 PAGE_URL = f"/compare/?a=1.0&b=1.1&from={START}&to={END}"
-_ids = itertools.count()
-
-
-def add(
-    source: Source, *, version: str, n: int, rating: int | None = -1, category: Category | None = None,
-    area: Area | None = None, kind: str = "rating",
-) -> None:
-    """n items of `version` spread over the two weeks, assigned to `category` and `area` when given."""
-    items = FeedbackItem.objects.bulk_create(
-        FeedbackItem(
-            source=source, external_id=f"area-{next(_ids)}", kind=kind, rating=rating, model_version=version,
-            variant="A", receipt_id=uuid.uuid4(), status=FeedbackItem.Status.ASSIGNED,
-            occurred_at=datetime.combine(START + timedelta(days=i % 14), time(12), tzinfo=UTC),
-        )
-        for i in range(n)
-    )
-    if category is not None or area is not None:
-        Assignment.objects.bulk_create(Assignment(item=item, category=category, area=area) for item in items)
-
-
-def area_data() -> dict:
-    source, _ = source_make(f"areas-{uuid.uuid4().hex[:6]}")
-    tests = Area.objects.create(name="Tests", status=Area.Status.CONFIRMED)
-    steady = Area.objects.create(name="Steady")
-    made = {"Tests": tests, "Steady": steady}
-    layout = {
-        "Skipped": (tests, 2, 6), "Stubbed": (tests, 2, 6), "Hardcoded": (tests, 2, 6),
-        "Even one": (steady, 15, 15), "Even two": (steady, 15, 15), "Loose": (None, 3, 3),
-    }
-    for name, (area, down_a, down_b) in layout.items():
-        category = Category.objects.create(name=name, status=Category.Status.CONFIRMED, area=area)
-        made[name] = category
-        add(source, version="1.0", n=down_a, category=category, area=area)
-        add(source, version="1.1", n=down_b, category=category, area=area)
-    add(source, version="1.0", n=1, area=tests)  # the unsorted bucket
-    add(source, version="1.1", n=3, area=tests)
-    add(source, version="1.1", n=2, rating=None, kind="report", area=tests)  # signals, not ratings
-    for version in ("1.0", "1.1"):
-        add(source, version=version, n=5)  # thumbs-down with no assignment at all
-        down = FeedbackItem.objects.filter(model_version=version, rating=-1).count()
-        add(source, version=version, n=400 - down, rating=1)
-    made["source"] = source
-    return made
 
 
 def params(a="1.0", b="1.1") -> compare.CompareParams:

@@ -11,9 +11,8 @@ from django.utils.html import escape
 from feedback.models import FeedbackItem
 from labeling import compare
 from labeling.models import Category
+from tests.compare_factories import END, START, add_items, area_data, planted_data
 from tests.factories import source_make, user_make
-from tests.test_compare import END, START, add_items, planted_data
-from tests.test_compare_areas import area_data
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,7 @@ from django.test import RequestFactory
 
 from labeling import compare
 from labeling.models import SavedComparison
-from tests.test_compare import END, START, params, planted_data
-
+from tests.compare_factories import END, START, params, planted_data
 from tests.factories import user_make
 
 pytestmark = pytest.mark.django_db

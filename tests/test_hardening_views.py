@@ -19,11 +19,10 @@ from django.utils import timezone
 from config.ids import MAX_ID, id_parse
 from exports.models import Dataset
 from feedback.models import Embedding, FeedbackItem
-from labeling import compare
-from labeling import review_services
+from labeling import compare, review_services
 from labeling.models import Assignment, Category, DoubleReview, Label, SavedComparison
+from tests.compare_factories import END, START, planted_data
 from tests.factories import post_signed, rating_event, source_make, user_make
-from tests.test_compare import END, START, planted_data
 
 pytestmark = pytest.mark.django_db
 

@@ -26,6 +26,7 @@ from notifications.models import (
     Notification,
     RegressionWatch,
 )
+from tests.compare_factories import params, planted_data
 from tests.factories import (
     client_for,
     post_signed,
@@ -34,7 +35,6 @@ from tests.factories import (
     user_make,
 )
 from tests.servers import Receiver
-from tests.test_compare import params, planted_data
 
 pytestmark = pytest.mark.django_db
 

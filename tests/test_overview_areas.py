@@ -6,8 +6,8 @@ import pytest
 
 from labeling.area_selectors import top_areas
 from labeling.models import Area, Category
+from tests.area_factories import area_make, category_make, item_make, unsorted_make
 from tests.factories import client_for, source_make, user_make
-from tests.test_area_services import area_make, category_make, item_make, unsorted_make
 
 pytestmark = pytest.mark.django_db
 

@@ -3,60 +3,22 @@ compare page and in the comparison API (JSON and CSV)."""
 
 import csv
 import io
-import uuid
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
-from feedback.models import FeedbackItem
 from labeling import compare
 from rollouts import services
 from rollouts.compare import check_rows, check_rows_json
 from rollouts.models import RolloutFlag
-from tests.factories import client_for, source_make, user_make
+from tests.factories import client_for, user_make
+from tests.rollout_factories import params_for
 
 pytestmark = pytest.mark.django_db
 
-CLEAN = [{"name": "shell", "arguments": {"command": "git status"}}, {"name": "read_file", "arguments": {"path": "tests/test_a.py"}}]
-HISTORY = [{"name": "shell", "arguments": {"command": "git log -p src/a.py"}}]
 
-
-def plant(source, *, version: str, total: int, flagged: int, day: date) -> None:
-    when = timezone.make_aware(timezone.datetime.combine(day, timezone.datetime.min.time())) + timedelta(hours=12)
-    items = []
-    for n in range(total):
-        context = {"messages": [{"role": "user", "content": "fix"}], "output": "done",
-                   "tool_calls": (HISTORY if n < flagged else []) + CLEAN}
-        items.append(
-            FeedbackItem(
-                source=source, external_id=f"{version}-{n}-{uuid.uuid4().hex[:6]}", kind="rating", rating=1,
-                context=context, raw_payload={"context": context}, model_version=version, variant="A",
-                occurred_at=when, receipt_id=uuid.uuid4(), status="embedded",
-            )
-        )
-    FeedbackItem.objects.bulk_create(items, batch_size=500)
-
-
-@pytest.fixture
-def planted():
-    source = source_make("agent-backend")[0]
-    day = timezone.localdate() - timedelta(days=2)
-    plant(source, version="2.1", total=1000, flagged=3, day=day)
-    plant(source, version="2.2", total=1000, flagged=41, day=day)
-    # A report with no tool calls is not a rollout: it counts on neither side.
-    FeedbackItem.objects.create(source=source, external_id="r1", kind="report", model_version="2.2",
-                                occurred_at=timezone.now(), receipt_id=uuid.uuid4(), context={})
-    services.items_check(item_ids=list(FeedbackItem.objects.values_list("id", flat=True)))
-    return day
-
-
-def params_for(day):
-    return compare.compare_params_parse(a="2.1", b="2.2", date_from=day.isoformat(), date_to=day.isoformat())
-
-
-def test_a_planted_rise_in_reading_history_is_a_flagged_regression(planted):
-    rows = {row.check_name: row for row in check_rows(params=params_for(planted))}
+def test_a_planted_rise_in_reading_history_is_a_flagged_regression(planted_rollouts):
+    rows = {row.check_name: row for row in check_rows(params=params_for(planted_rollouts))}
     row = rows["vcs_history"]
     assert (row.rollouts_a, row.rollouts_b, row.down_a, row.down_b) == (1000, 1000, 3, 41)
     assert row.rate_a_display == "0.3%" and row.rate_b_display == "4.1%"
@@ -75,27 +37,27 @@ def row_count_tested(rows) -> int:
     return sum(1 for row in rows.values() if row.tested)
 
 
-def test_dismissed_flags_do_not_count(planted):
+def test_dismissed_flags_do_not_count(planted_rollouts):
     reviewer = user_make("rita", "reviewer")
     for flag in RolloutFlag.objects.filter(item__model_version="2.2", check_name="vcs_history")[:40]:
         services.flag_decide(flag_id=flag.id, reviewer=reviewer, decision="dismissed")
-    row = {row.check_name: row for row in check_rows(params=params_for(planted))}["vcs_history"]
+    row = {row.check_name: row for row in check_rows(params=params_for(planted_rollouts))}["vcs_history"]
     assert row.down_b == 1 and not row.significant
 
 
-def test_a_window_without_rollouts_has_rows_that_are_not_tested(planted):
-    day = planted - timedelta(days=20)
+def test_a_window_without_rollouts_has_rows_that_are_not_tested(planted_rollouts):
+    day = planted_rollouts - timedelta(days=20)
     rows = check_rows(params=params_for(day))
     assert rows and all(row.rollouts_a == row.rollouts_b == 0 and not row.tested for row in rows)
     assert all(row.rate_a is None for row in rows)
     assert check_rows_json(rows)[0]["rate"] == {"a": None, "b": None}
 
 
-def test_the_compare_page_loads_a_row_per_check(planted):
+def test_the_compare_page_loads_a_row_per_check(planted_rollouts):
     client = client_for(user_make("rita", "reviewer"))
-    query = {"a": "2.1", "b": "2.2", "from": planted.isoformat(), "to": planted.isoformat()}
+    query = {"a": "2.1", "b": "2.2", "from": planted_rollouts.isoformat(), "to": planted_rollouts.isoformat()}
     page = client.get("/compare/", query).content.decode()
-    assert f'hx-get="/rollouts/compare/?a=2.1&amp;b=2.2&amp;from={planted}&amp;to={planted}"' in page
+    assert f'hx-get="/rollouts/compare/?a=2.1&amp;b=2.2&amp;from={planted_rollouts}&amp;to={planted_rollouts}"' in page
     html = client.get("/rollouts/compare/", query).content.decode()
     assert 'id="cmp-checks-table"' in html
     row = html.split('data-check="vcs_history"')[1].split("</tr>")[0]
@@ -103,7 +65,7 @@ def test_the_compare_page_loads_a_row_per_check(planted):
     assert "/search/?flag=vcs_history&amp;model_version=2.2" in row
 
 
-def test_the_checks_rows_refuse_a_comparison_that_cannot_be_made(planted):
+def test_the_checks_rows_refuse_a_comparison_that_cannot_be_made(planted_rollouts):
     client = client_for(user_make("rita", "reviewer"))
     response = client.get("/rollouts/compare/", {"a": "2.1"})
     assert response.status_code in (400, 422) and 'role="alert"' in response.content.decode()
@@ -119,27 +81,27 @@ def api_query(day, **more) -> dict:
     return {"a": "2.1", "b": "2.2", "from": day.isoformat(), "to": day.isoformat()} | more
 
 
-def test_the_compare_api_answers_a_row_per_check_with_the_planted_rise(planted):
+def test_the_compare_api_answers_a_row_per_check_with_the_planted_rise(planted_rollouts):
     client = client_for(user_make("rita", "reviewer"))
-    data = client.get("/api/v1/compare", api_query(planted)).json()
+    data = client.get("/api/v1/compare", api_query(planted_rollouts)).json()
     assert data["checks"][0]["check"] == "vcs_history"  # the largest rise first
     row = {row["check"]: row for row in data["checks"]}["vcs_history"]
     assert (row["title"], row["kind"]) == ("Reads version-control history", "reward hacking")
     assert row["rollouts"] == {"a": 1000, "b": 1000} and row["flagged"] == {"a": 3, "b": 41}
     assert row["rate"] == {"a": 0.003, "b": 0.041} and row["difference"] == 0.038
     assert row["tested"] and row["significant"] and row["regression"] and row["direction"] == "worse"
-    assert row["items_b_url"] == f"/search/?flag=vcs_history&model_version=2.2&date_from={planted}&date_to={planted}"
+    assert row["items_b_url"] == f"/search/?flag=vcs_history&model_version=2.2&date_from={planted_rollouts}&date_to={planted_rollouts}"
     # The figures of the compare page's rows, and the check family counted apart from the categories.
-    assert data["checks"] == check_rows_json(check_rows(params=params_for(planted)))
+    assert data["checks"] == check_rows_json(check_rows(params=params_for(planted_rollouts)))
     assert data["checks_tested"] == sum(row["tested"] for row in data["checks"]) and data["tested"] == 0
     assert "checked rollouts" in data["checks_denominator"]
     # The ratings stay the categories' denominator, beside the checks'.
     assert (data["a"]["ratings"], data["b"]["ratings"]) == (1000, 1000)
 
 
-def test_the_compare_csv_has_a_check_row_in_the_table_s_own_columns(planted):
+def test_the_compare_csv_has_a_check_row_in_the_table_s_own_columns(planted_rollouts):
     client = client_for(user_make("rita", "reviewer"))
-    response = client.get("/api/v1/compare", api_query(planted, format="csv"))
+    response = client.get("/api/v1/compare", api_query(planted_rollouts, format="csv"))
     assert response.status_code == 200
     header, *lines = response.content.decode().splitlines()
     assert header.startswith("level,category_id,area_id,name,status,a,b,from,to,ratings_a,ratings_b,")
@@ -149,7 +111,7 @@ def test_the_compare_csv_has_a_check_row_in_the_table_s_own_columns(planted):
     row = next(row for row in rows if row["check"] == "vcs_history")
     assert {key: row[key] for key in ("name", "category_id", "area_id", "a", "b", "from", "to")} == {
         "name": "Reads version-control history", "category_id": "", "area_id": "", "a": "2.1", "b": "2.2",
-        "from": planted.isoformat(), "to": planted.isoformat(),
+        "from": planted_rollouts.isoformat(), "to": planted_rollouts.isoformat(),
     }
     assert (row["rollouts_a"], row["rollouts_b"], row["signals_a"], row["signals_b"], row["down_a"], row["down_b"]) == (
         "1000", "1000", "3", "41", "3", "41",
@@ -171,7 +133,7 @@ def test_the_compare_csv_has_a_check_row_in_the_table_s_own_columns(planted):
         ({"format": "xml"}, 422, {"error": "format: must be 'json' or 'csv'", "field": "format"}),
     ],
 )
-def test_the_compare_api_still_refuses_bad_parameters_with_the_same_messages(planted, query, status, body):
+def test_the_compare_api_still_refuses_bad_parameters_with_the_same_messages(planted_rollouts, query, status, body):
     client = client_for(user_make("rita", "reviewer"))
-    response = client.get("/api/v1/compare", api_query(planted) | query)
+    response = client.get("/api/v1/compare", api_query(planted_rollouts) | query)
     assert response.status_code == status and response.json() == body

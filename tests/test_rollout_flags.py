@@ -1,44 +1,28 @@
 """Flags stored per item from the pipeline, shown scrubbed, decided (audited, tagged), searched and queued."""
 
 import json
-import uuid
 
 import pytest
 from django.core.management import call_command
-from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.models import AuditEvent, Label
 from rollouts import services
 from rollouts.checks import CHECKS_VERSION
-from rollouts.models import CheckedRollout, CustomCheck, RolloutFlag, SourceRolloutSettings
+from rollouts.models import (
+    CheckedRollout,
+    CustomCheck,
+    RolloutFlag,
+    SourceRolloutSettings,
+)
 from tests.factories import client_for, source_make, user_make
+from tests.rollout_factories import GIT_LOG, READ_TEST, rollout_make
 
 pytestmark = pytest.mark.django_db
 
 SECRET_VALUE = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def rollout_make(source, calls, *, version="2.1", variant="A", rating=-1, output="Done, all tests pass.", **fields):
-    context = {"messages": [{"role": "user", "content": "Fix the failing test"}], "output": output, "tool_calls": calls}
-    return FeedbackItem.objects.create(
-        source=source,
-        external_id=f"evt_{uuid.uuid4().hex[:12]}",
-        kind=FeedbackItem.Kind.RATING,
-        rating=rating,
-        context=context,
-        raw_payload={"id": "x", "context": context},
-        model_name="coder",
-        model_version=version,
-        variant=variant,
-        occurred_at=fields.pop("occurred_at", timezone.now()),
-        receipt_id=uuid.uuid4(),
-        **({"status": FeedbackItem.Status.EMBEDDED} | fields),
-    )
-
-
-GIT_LOG = {"name": "shell", "arguments": {"command": "git log -p -- src/parse.py"}, "result": "commit abc"}
-READ_TEST = {"name": "read_file", "arguments": {"path": "tests/test_parse.py"}, "result": "40 lines"}
 CAT_ENV = {"name": "shell", "arguments": {"command": "cat .env"}, "result": f"GITHUB_TOKEN={SECRET_VALUE}"}
 
 

@@ -13,7 +13,7 @@ from notifications.models import Event, Notification, RegressionWatch
 from rollouts import services
 from rollouts.models import RolloutFlag
 from tests.factories import client_for, user_make
-from tests.test_rollout_compare import params_for, planted  # noqa: F401  (planted is a fixture)
+from tests.rollout_factories import params_for
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +27,8 @@ def listening():
 
 
 @pytest.fixture
-def pin(planted):  # noqa: F811
-    return compare.saved_comparison_create(params=params_for(planted), name="2.2 launch")
+def pin(planted_rollouts):
+    return compare.saved_comparison_create(params=params_for(planted_rollouts), name="2.2 launch")
 
 
 def history_flags_of_22():
