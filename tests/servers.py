@@ -98,6 +98,18 @@ def needs_postgresql():
         pytest.skip("row locks are PostgreSQL's; SQLite runs one writer at a time")
 
 
+def http_serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """A threaded HTTP server on a free 127.0.0.1 port, serving in the background (stop: http_stop)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def http_stop(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
+
+
 class Receiver:
     """An HTTP server that records each POST and answers with the next status of `statuses` (then the last)."""
 
@@ -120,11 +132,8 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http_serve(Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/feedback?token=abc"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        http_stop(self.server)

@@ -9,10 +9,9 @@ snippet (client/examples/send_event.sh) is run here too.
 import json
 import os
 import subprocess
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -23,7 +22,7 @@ from django.urls import get_resolver
 from client.feedback_studio_client import FeedbackStudioClient, FeedbackStudioError
 from feedback.models import FeedbackItem
 from tests.factories import rating_event, source_make
-from tests.servers import database_url, gunicorn_serving
+from tests.servers import database_url, gunicorn_serving, http_serve, http_stop
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,13 +81,11 @@ class Flaky:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http_serve(Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        http_stop(self.server)
 
 
 @pytest.fixture
