@@ -17,7 +17,7 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
-from config.apitools import EXTRA_COMPONENTS, ApiError
+from core.api import EXTRA_COMPONENTS, ApiError
 from exports.api import router as exports_router
 from feedback.api import router as feedback_router
 from labeling.api import router as labeling_router

@@ -34,7 +34,7 @@ def form_field_holding_nul(request: HttpRequest) -> str | None:
 
     Names count as well as values, and so do the names of uploaded files.
     Only page forms are read here: the JSON API parses its own bodies and
-    refuses NUL there naming the JSON field (config.apitools.read_json_body),
+    refuses NUL there naming the JSON field (core.api.read_json_body),
     and reading a body here first would change how the API reads it.
     """
     if request.method != "POST" or request.content_type not in FORM_CONTENT_TYPES or request.path.startswith("/api/"):

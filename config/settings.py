@@ -12,8 +12,8 @@ from pathlib import Path
 import dj_database_url
 from celery.schedules import crontab
 from csp.constants import NONE, SELF
-from kombu import Queue
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -122,6 +122,9 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a lockout into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
+
+# How core.auth checks a bearer token on the JSON API.
+API_TOKEN_AUTHENTICATOR = "feedback.tokens.authenticate_token"
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",

@@ -5,9 +5,10 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from config.api import api
+from core.roles import admin_required
 from feedback import views as feedback_views
 from feedback import views_import
-from labeling.permissions import admin_required
+
 
 def favicon(request):
     # Pages without base.html (the admin, the API docs) still make browsers ask for /favicon.ico.

@@ -5,7 +5,6 @@ session with the reviewer role (unsafe methods then need the CSRF token).
 Schedules need an admin session: a token is a machine, not a person with a role.
 """
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,53 +12,26 @@ from django.db import transaction
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from ninja.utils import check_csrf
 
-from config.apitools import (
+from core.api import (
     ApiError,
     error_responses,
     json_body_schema,
     read_json_body,
     validate_model,
 )
+from core.auth import Caller, api_caller
 from exports import selectors, services
 from exports.card import manifest_bytes
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetIn, DatasetPatch, ExportIn
-from feedback.api import authenticate_token
 from feedback.models import ApiToken
-from labeling.permissions import is_admin, is_reviewer
 
 router = Router(tags=["datasets"])
 
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-
-
-@dataclass
-class Caller:
-    user: Any
-    is_admin: bool
-    made_by: str
-
 
 def caller_of(request: HttpRequest) -> Caller:
-    """Who is asking: a bearer token, or a reviewer's session; ApiError 401/403 otherwise."""
-    if request.headers.get("Authorization"):
-        token = authenticate_token(request, scope=ApiToken.Scope.DATASETS)
-        return Caller(user=None, is_admin=False, made_by=f"api token {token.prefix}… ({token.source.name})")
-    user = request.user
-    if not user.is_authenticated:
-        raise ApiError(401, "send 'Authorization: Bearer <token>' or log in")
-    if not is_reviewer(user):
-        raise ApiError(403, "datasets need the reviewer role")
-    if request.method not in SAFE_METHODS:
-        # The CSRF check parses a form body (multipart, urlencoded) to look for its
-        # token. Reading the body first keeps a copy, so that parse cannot use up
-        # the stream the JSON parser reads next (a RawPostDataException, a 500).
-        request.body  # noqa: B018
-        if check_csrf(request) is not None:
-            raise ApiError(403, "the CSRF token is missing or wrong; send it in the X-CSRFToken header")
-    return Caller(user=user, is_admin=is_admin(user), made_by=user.get_username())
+    return api_caller(request, scope=ApiToken.Scope.DATASETS, what="datasets need")
 
 
 def _refused(refusal: services.DatasetRefused) -> ApiError:

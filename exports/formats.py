@@ -50,7 +50,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from config.csvcells import spreadsheet_safe
+from core.csvcells import spreadsheet_safe
 from exports.records import ExportRecord
 from exports.written import WrittenStrings, holds_float
 

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.jobs import JobRun
 from feedback.models import FeedbackItem
 
 
@@ -60,7 +61,7 @@ class Dataset(models.Model):
         return self.name
 
 
-class ExportRun(models.Model):
+class ExportRun(JobRun):
     """One export job and its progress.
 
     A run that succeeds makes a version, unless its data would equal the
@@ -89,18 +90,11 @@ class ExportRun(models.Model):
     )
     # Who asked, as the manifest will say: "rita", "schedule 0 3 * * *", "api token fbk_abc… (product)".
     made_by = models.CharField(max_length=200, blank=True, default="")
-    stage = models.CharField(max_length=100, blank=True, default="")
-    progress = models.FloatField(default=0.0)
     processed = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
     # Who works on it: a run whose process is gone is failed by the next start.
     host = models.CharField(max_length=255, blank=True, default="")
     pid = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     version = models.OneToOneField(
         "DatasetVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="run"
     )

@@ -39,6 +39,7 @@ from exports.holdout import (
     held_out_summary,
     similarity_threshold,
 )
+from exports.member_states import ROW_COLUMNS, MemberStates
 from exports.models import (
     Dataset,
     DatasetVersion,
@@ -47,10 +48,16 @@ from exports.models import (
     Mode,
     Purpose,
 )
-from exports.member_states import ROW_COLUMNS, MemberStates
 from exports.records import ExportRecord
+from exports.schemas import (
+    FORMATS,
+    DatasetFilters,
+    DatasetIn,
+    DatasetPatch,
+    ScheduleIn,
+    StoredFilters,
+)
 from exports.written import WrittenStrings
-from exports.schemas import FORMATS, DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn, StoredFilters
 from feedback import custom_patterns
 from feedback.models import FeedbackItem, Source
 from feedback.scrubber import ScrubMemo
@@ -437,25 +444,7 @@ def export_run_enqueue(*, run_id: int) -> bool:
     """Hand the run to a worker; when the broker is unreachable the run fails at once with that reason."""
     from exports.tasks import export_run  # tasks import services
 
-    try:
-        export_run.apply_async(args=[run_id], retry=False)
-    except Exception as exc:  # any broker or transport failure
-        logger.warning("could not queue export run %s", run_id, exc_info=True)
-        ExportRun.objects.filter(id=run_id, status=ExportRun.Status.QUEUED).update(
-            status=ExportRun.Status.FAILED,
-            active=None,
-            finished_at=timezone.now(),
-            error=f"the task queue is unreachable ({type(exc).__name__}); export again later",
-        )
-        return False
-    return True
-
-
-def _run_update(run: ExportRun, **fields) -> None:
-    fields["heartbeat_at"] = timezone.now()
-    for name, value in fields.items():
-        setattr(run, name, value)
-    run.save(update_fields=list(fields))
+    return ExportRun.enqueue(export_run, run_id=run_id, then="export again later")
 
 
 def _run_claim(run_id: int) -> ExportRun | None:
@@ -498,7 +487,7 @@ def export_run_execute(*, run_id: int) -> DatasetVersion | None:
         except HeldOutChanged:
             # Rare: an export of the other purpose committed meanwhile. Once
             # more from the start, against the new set of versions.
-            _run_update(run, stage="restarting: another dataset's version changed what is held out", processed=0)
+            run.update(stage="restarting: another dataset's version changed what is held out", processed=0)
             return _export(run)
     except Exception as exc:
         logger.exception("export run %s failed", run_id)
@@ -827,7 +816,7 @@ def _export(run: ExportRun) -> DatasetVersion:
     temporary.mkdir()
 
     try:
-        _run_update(run, stage="checking held-out items", progress=0.01)
+        run.update(stage="checking held-out items", progress=0.01)
         threshold = similarity_threshold()
         items = selectors.items_matching(filters=filters, pinned_to=dataset.id)
         pinned = selectors.pinned_item_ids(dataset_id=dataset.id)
@@ -844,7 +833,7 @@ def _export(run: ExportRun) -> DatasetVersion:
             seed_earlier=incremental and previous is not None,
             extra_patterns=extra_patterns,
             memo=memo,
-            heartbeat=lambda: _run_update(run, stage="embedding eval items for the held-out check"),
+            heartbeat=lambda: run.update(stage="embedding eval items for the held-out check"),
         )
         total = items.count()
         items = items.annotate(in_opposite_purpose=selectors.in_versions_of(purpose=opposite))
@@ -852,7 +841,7 @@ def _export(run: ExportRun) -> DatasetVersion:
         # Ids and what each member looked like, gathered in the writing pass itself.
         member_states = MemberStates()
         member_ids = member_states.ids
-        _run_update(run, stage="writing files", total=total, processed=0, progress=0.02)
+        run.update(stage="writing files", total=total, processed=0, progress=0.02)
 
         disputed: list[int] = []
         counts = _Counts(disputed_left_out=0)
@@ -873,7 +862,7 @@ def _export(run: ExportRun) -> DatasetVersion:
                 member_states.add(kept)
                 yield kept
                 done = seen + len(disputed)
-                _run_update(run, processed=done, progress=0.02 + 0.9 * done / max(total, 1))
+                run.update(processed=done, progress=0.02 + 0.9 * done / max(total, 1))
             counts.disputed_left_out = len(disputed)
 
         written = _write_folder(
@@ -891,7 +880,7 @@ def _export(run: ExportRun) -> DatasetVersion:
     if not run.force and previous is not None and _same_data(previous, written=written, member_ids=member_ids):
         shutil.rmtree(temporary, ignore_errors=True)
         return _run_unchanged(run, matched=previous)
-    _run_update(run, stage="saving the version", progress=0.95)
+    run.update(stage="saving the version", progress=0.95)
     return _version_commit(
         run=run,
         meta=meta,

@@ -12,7 +12,9 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
-from config.apitools import ApiError
+from core.api import ApiError
+from core.roles import admin_required, reviewer_required
+from core.storable import first_error
 from exports import selectors, services
 from exports.api import version_file_response
 from exports.forms import DatasetForm, DatasetPreviewForm, DiffForm, ScheduleForm
@@ -20,9 +22,6 @@ from exports.holdout import REASONS
 from exports.models import Dataset, ExportRun, Mode, Trigger
 from exports.schemas import DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
 from feedback import custom_patterns
-from feedback.schemas import first_error
-from labeling.permissions import admin_required, reviewer_required
-
 
 # Runs listed on a dataset's page; older ones stay in the API.
 RECENT_RUNS = 10

@@ -94,7 +94,7 @@ class WrittenStrings:
         return self._walk(row) if known is None else known
 
     def _walk(self, node) -> bool:
-        # Recursive: stored values nest at most 64 levels (feedback.schemas.MAX_JSON_DEPTH).
+        # Recursive: stored values nest at most 64 levels (core.storable.MAX_JSON_DEPTH).
         # type() first, then isinstance for subclasses: this runs over every value of every row.
         walked = self._walked
         strings = self._strings

@@ -11,11 +11,19 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router, Schema, Status
 
-from config.apitools import ApiError, error_responses, json_body_schema, read_json_body, validate_model
+from core.api import (
+    ApiError,
+    error_responses,
+    json_body_schema,
+    read_json_body,
+    validate_model,
+)
+from core.storable import may_hold_unstorable_text
 from feedback import selectors, services
 from feedback.models import ApiToken
-from feedback.schemas import EventBatch, RatingEvent, ReportIn, may_hold_unstorable_text
+from feedback.schemas import EventBatch, RatingEvent, ReportIn
 from feedback.signatures import SignatureError, verify
+from feedback.tokens import authenticate_token
 
 router = Router(tags=["ingestion"])
 
@@ -130,24 +138,6 @@ def receive_events(request: HttpRequest, slug: str):
     return JsonResponse(answer, status=207 if invalid else 202)
 
 
-def authenticate_token(request: HttpRequest, *, scope: str) -> ApiToken:
-    """The live token in the Authorization header that may use `scope`; ApiError 401 or 403 otherwise."""
-    header = request.headers.get("Authorization", "")
-    if not header:
-        raise ApiError(401, "the Authorization header is missing; send 'Authorization: Bearer <token>'")
-    scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip():
-        raise ApiError(401, "the Authorization header must be 'Bearer <token>'")
-    try:
-        token = selectors.api_token_authenticate(raw_token=raw.strip())
-    except selectors.TokenRefused as exc:
-        raise ApiError(401, str(exc)) from None
-    if scope not in token.scopes:
-        have = ", ".join(sorted(token.scopes)) or "nothing"
-        raise ApiError(403, f"this token may not use the {scope} API (it has: {have}); an admin can grant it")
-    return token
-
-
 @router.post(
     "/reports",
     response={200: ReportOut, 201: ReportOut, **error_responses(400, 401, 403, 413, 422)},
@@ -166,6 +156,5 @@ def create_report(request: HttpRequest):
     data = read_json_body(request, body)
     report = validate_model(ReportIn, data)
     item, created = services.report_create(source=token.source, report=report, raw=data)
-    services.api_token_touch(token=token)
     answer = {"id": item.id, "external_id": item.external_id, "status": item.status, "duplicate": not created}
     return Status(201 if created else 200, answer)

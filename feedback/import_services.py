@@ -26,9 +26,11 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
+from core import jobs
+from core.storable import first_error, unstorable_error
 from feedback import importing, services
 from feedback.models import FeedbackItem, ImportRun, Source
-from feedback.schemas import RatingEvent, ReportIn, first_error, unstorable_error
+from feedback.schemas import RatingEvent, ReportIn
 
 logger = logging.getLogger(__name__)
 
@@ -149,12 +151,8 @@ def import_run_enqueue(*, run: ImportRun) -> bool:
     """Queue the run's next step; False when the broker is down (the page queues it again later)."""
     from feedback.tasks import import_file  # tasks import services
 
-    try:
-        import_file.apply_async(args=[run.id], retry=False)
-    except Exception:  # any broker failure: import_run_nudge queues it again
-        logger.warning("broker unavailable; import run %s waits", run.id, exc_info=True)
-        return False
-    return True
+    # When the broker is down, import_run_nudge queues it again.
+    return jobs.send(import_file, [run.id], if_unreachable=f"import run {run.id} waits") is None
 
 
 def import_run_nudge(*, run: ImportRun) -> bool:

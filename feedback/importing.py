@@ -36,8 +36,8 @@ from typing import Any
 
 import orjson
 
-from config.csvcells import FORMULA_STARTS
-from feedback.schemas import may_hold_unstorable_text
+from core.csvcells import FORMULA_STARTS
+from core.storable import may_hold_unstorable_text
 
 FORMATS = ("jsonl", "csv", "parquet", "langfuse", "langsmith")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}

@@ -49,6 +49,7 @@ from celery import current_app
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
+from core import jobs
 from feedback.models import FeedbackItem
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,9 @@ def items_wake(*, waiting: int, gather: bool = True) -> bool:
     A broker outage must not fail ingestion: the items are committed and
     wait as ``received`` until the sweeper queues them.
     """
-    from feedback.tasks import embed_waiting  # tasks import services; import here to avoid a cycle
+    from feedback.tasks import (
+        embed_waiting,  # tasks import services; import here to avoid a cycle
+    )
 
     client = _wake_client()
     marked = False
@@ -211,8 +214,6 @@ def items_embed_one_by_one(*, item_ids: list[int]) -> list[int]:
         except Exception as exc:
             logger.warning("embedding item %d failed; it is retried on its own", item_id, exc_info=True)
             services.items_record_failure(item_ids=[item_id], error=f"{type(exc).__name__}: {exc}")
-            try:
-                embed_items.apply_async(args=[[item_id]], countdown=RETRY_FIRST_SECONDS, retry=False)
-            except Exception:  # the broker is down: the sweeper queues the item again
-                logger.warning("broker unavailable; item %d waits for the sweeper", item_id, exc_info=True)
+            waiting = f"item {item_id} waits for the sweeper"
+            jobs.send(embed_items, [[item_id]], if_unreachable=waiting, countdown=RETRY_FIRST_SECONDS)
     return embedded

@@ -17,9 +17,11 @@ from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
 
+from core import jobs
+from core.storable import first_error, unstorable_error
 from feedback import custom_patterns
 from feedback.models import ApiToken, Embedding, FeedbackItem, Source
-from feedback.schemas import EVENT_ID_MAX_LENGTH, RatingEvent, ReportIn, first_error, unstorable_error
+from feedback.schemas import EVENT_ID_MAX_LENGTH, RatingEvent, ReportIn
 from feedback.signatures import secret_generate, secret_key
 from feedback.text import EMBED_RECIPE, embed_text
 
@@ -142,7 +144,7 @@ def events_ingest(
 
     `screen_text`: look for text no column can store (NUL, unpaired
     surrogates); the API passes False when the body cannot hold any. Numbers
-    and nesting are always screened (see schemas.unstorable_error).
+    and nesting are always screened (see core.storable.unstorable_error).
 
     Invalid events are reported and skipped; the valid ones are stored in one
     transaction with INSERT .. ON CONFLICT DO NOTHING on (source, external_id),
@@ -299,14 +301,14 @@ def items_enqueue(*, item_ids: list[int], batch_size: int = 256) -> bool:
     A broker outage must not fail ingestion: the items are committed and wait
     as ``received`` until the sweeper queues them again.
     """
-    from feedback.tasks import embed_items  # tasks import services; import here to avoid a cycle
+    from feedback.tasks import (
+        embed_items,  # tasks import services; import here to avoid a cycle
+    )
 
-    try:
-        for start in range(0, len(item_ids), batch_size):
-            embed_items.apply_async(args=[item_ids[start : start + batch_size]], retry=False)
-    except Exception:  # any broker/transport failure: the sweeper will retry
-        logger.warning("broker unavailable; %d items wait for the sweeper", len(item_ids), exc_info=True)
-        return False
+    for start in range(0, len(item_ids), batch_size):
+        waiting = f"{len(item_ids) - start} items wait for the sweeper"
+        if jobs.send(embed_items, [item_ids[start : start + batch_size]], if_unreachable=waiting):
+            return False
     return True
 
 

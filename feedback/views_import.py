@@ -1,6 +1,6 @@
 """Admin pages for imports of past signals: upload a file, follow its run, read its report.
 
-The admin-role check lives in labeling.permissions, which the feedback app
+The admin-role check lives in core.roles, which the feedback app
 must not import (data flows feedback -> labeling); config/urls.py wraps every
 route here in it through `urlpatterns(guard=...)`.
 """

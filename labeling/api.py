@@ -9,12 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
-from config.apitools import ApiError, error_responses
-from feedback import services as feedback_services
-from feedback.api import authenticate_token
+from core.api import ApiError, error_responses
+from core.auth import api_caller
 from feedback.models import ApiToken
 from labeling import compare
-from labeling.permissions import is_reviewer
 
 router = Router(tags=["compare"])
 
@@ -157,16 +155,7 @@ class CompareOut(Schema):
 
 
 def _authorize(request: HttpRequest) -> None:
-    # A token, when one is sent, decides: a script with a stale token should hear so
-    # even from a browser that also holds a session.
-    if request.headers.get("Authorization"):
-        token = authenticate_token(request, scope=ApiToken.Scope.COMPARE)
-        feedback_services.api_token_touch(token=token)
-        return
-    if not request.user.is_authenticated:
-        raise ApiError(401, "log in, or send 'Authorization: Bearer <token>'")
-    if not is_reviewer(request.user):
-        raise ApiError(403, "comparisons need the reviewer role")
+    api_caller(request, scope=ApiToken.Scope.COMPARE, what="comparisons need")
 
 
 @router.get(

@@ -7,23 +7,26 @@ CSRF token), the body, the action's own fields, then the selection (empty
 than the token's 403). A refused request changes nothing.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from django.http import HttpRequest
 from ninja import Router, Status
-from ninja.utils import check_csrf
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
 
-from config.ids import id_parse
-from config.apitools import ApiError, error_responses, json_body_schema, read_json_body, validate_model
-from feedback import services as feedback_services
-from feedback.api import authenticate_token
+from core.api import (
+    ApiError,
+    error_responses,
+    json_body_schema,
+    read_json_body,
+    validate_model,
+)
+from core.auth import api_caller
+from core.ids import id_parse
 from feedback.models import ApiToken
 from labeling import bulk_services
 from labeling.bulk_selectors import BULK_MAX_ITEMS, Selection, SelectionRefused
 from labeling.bulk_services import BulkParams, BulkRefused
 from labeling.models import BulkAction
-from labeling.permissions import is_reviewer
 
 router = Router(tags=["bulk actions"])
 
@@ -88,24 +91,6 @@ class UndoOut(BaseModel):
     kept: int = Field(description="Items changed again since the action: left as they are.")
 
 
-def _caller(request: HttpRequest) -> tuple[Any, str, int | None]:
-    """(user or None, who as text, the token's source id or None); ApiError 401/403 otherwise."""
-    if request.headers.get("Authorization"):
-        token = authenticate_token(request, scope=ApiToken.Scope.REVIEW)
-        feedback_services.api_token_touch(token=token)
-        return None, f"api token {token.prefix}… ({token.source.name})", token.source_id
-    user = request.user
-    if not user.is_authenticated:
-        raise ApiError(401, "log in, or send 'Authorization: Bearer <token>'")
-    if not is_reviewer(user):
-        raise ApiError(403, "bulk actions need the reviewer role")
-    # Read the body before the CSRF check parses it, so the JSON parser still finds it.
-    request.body  # noqa: B018
-    if check_csrf(request) is not None:
-        raise ApiError(403, "the CSRF token is missing or wrong; send it in the X-CSRFToken header")
-    return user, user.get_username(), None
-
-
 def _out(action: BulkAction) -> dict:
     return {
         "id": action.id,
@@ -139,15 +124,18 @@ def bulk_action_create(request: HttpRequest):
     acts only on its own source's items, and may move, pin and queue but not
     write labels (verdict, tags, split), which are a reviewer's judgement.
     """
-    user, made_by, source_id = _caller(request)
+    caller = api_caller(request, scope=ApiToken.Scope.REVIEW, what="bulk actions need")
     body = validate_model(BulkActionIn, read_json_body(request))
     if (body.items is None) == (body.filter is None):
         raise ApiError(422, "send either items (ids) or filter, not both and not neither", "items")
     if body.items is not None:
-        selection = Selection(ids=tuple(body.items), source_id=source_id)
+        selection = Selection(ids=tuple(body.items), source_id=caller.source_id)
     else:
         selection = Selection(
-            scope=body.filter.scope, scope_id=body.filter.id, params=dict(body.filter.params), source_id=source_id
+            scope=body.filter.scope,
+            scope_id=body.filter.id,
+            params=dict(body.filter.params),
+            source_id=caller.source_id,
         )
     params = BulkParams(
         kind=body.action,
@@ -160,7 +148,12 @@ def bulk_action_create(request: HttpRequest):
     )
     try:
         action = bulk_services.bulk_apply(
-            params=params, selection=selection, actor=user, made_by=made_by, origin="api", token_source_id=source_id
+            params=params,
+            selection=selection,
+            actor=caller.user,
+            made_by=caller.made_by,
+            origin="api",
+            token_source_id=caller.source_id,
         )
     except (BulkRefused, SelectionRefused) as exc:
         raise _refused(exc) from None
@@ -178,12 +171,13 @@ def bulk_action_undo(request: HttpRequest, action_id: int):
     Whoever made the action may undo it (a token: what a token of its source
     made), and an admin.
     """
-    user, made_by, source_id = _caller(request)
+    caller = api_caller(request, scope=ApiToken.Scope.REVIEW, what="bulk actions need")
     if id_parse(action_id) is None:
         raise ApiError(404, "no such bulk action")
     try:
-        result = bulk_services.bulk_undo(action_id=action_id, user=user, made_by=made_by, token_source_id=source_id)
+        result = bulk_services.bulk_undo(
+            action_id=action_id, user=caller.user, made_by=caller.made_by, token_source_id=caller.source_id
+        )
     except BulkRefused as exc:
         raise _refused(exc) from None
     return Status(200, {"action": _out(result.action), "restored": result.restored, "kept": result.kept})
-

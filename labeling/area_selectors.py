@@ -13,7 +13,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Lower
 
-from config.ids import id_parse
+from core.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling.category_selectors import PAGE_SIZE
 from labeling.counts import counted

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.apps import apps
 from django.db.models import Q, QuerySet
 
-from config.ids import id_parse
+from core.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling import area_selectors, category_selectors
 from labeling.models import Area, BulkAction, Category, Label

@@ -23,12 +23,21 @@ from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.roles import is_admin
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
 from labeling.bulk_selectors import Selection, SelectionRefused, selection_resolve
 from labeling.bulk_sql import rows_insert, rows_update
-from labeling.models import Assignment, AuditEvent, BulkAction, Category, DatasetPin, DoubleReview, Label, Settlement
-from labeling.permissions import is_admin
+from labeling.models import (
+    Assignment,
+    AuditEvent,
+    BulkAction,
+    Category,
+    DatasetPin,
+    DoubleReview,
+    Label,
+    Settlement,
+)
 from labeling.review_services import LABEL_TAGS, OTHER_TAG_MAX_LENGTH, OTHER_TAGS_MAX
 
 Kind = BulkAction.Kind

@@ -16,12 +16,12 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from config.ids import id_parse, is_id
+from core.ids import id_parse, is_id
+from core.roles import is_admin
 from feedback.models import FeedbackItem
 from labeling import clustering
 from labeling.counts import counted, counted_total
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
-from labeling.permissions import is_admin
 from labeling.review_selectors import labels_hidden_from
 
 PAGE_SIZE = 50

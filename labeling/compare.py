@@ -45,14 +45,14 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.db.models import Q
 from django.utils import timezone
 
-from config.csvcells import spreadsheet_safe
+from core.csvcells import spreadsheet_safe
 from feedback.models import FeedbackItem
 from labeling import counts
 from labeling.models import Area, Category, SavedComparison
@@ -355,16 +355,6 @@ def data_window(*, a: str, b: str, spans: dict | None = None) -> DataWindow | No
 
 
 # --- Reading the counts ------------------------------------------------------------------
-
-
-def day_start(day: date) -> datetime:
-    """Midnight of `day` in the current time zone: `occurred_at >= it` compares the column
-    as stored (an index can serve it), where `occurred_at__date >= day` converts every row."""
-    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
-
-
-def day_window(date_from: date, date_to: date) -> tuple[datetime, datetime]:
-    return day_start(date_from), day_start(date_to + timedelta(days=1))
 
 
 def _sides_match(sides: Iterable[Side]) -> Q:
@@ -1031,7 +1021,9 @@ def comparison_build(*, params: CompareParams, with_checks: bool = False) -> Com
 
 def checks_attach(comparisons: Sequence[Comparison]) -> None:
     """Fill each comparison's rows per rollout check; three queries however many comparisons."""
-    from rollouts.compare import check_rows_many  # rollouts imports this module: not at the top
+    from rollouts.compare import (
+        check_rows_many,  # rollouts imports this module: not at the top
+    )
 
     for comparison, rows in zip(comparisons, check_rows_many([comparison.params for comparison in comparisons])):
         comparison.checks = rows
@@ -1149,7 +1141,9 @@ def comparison_json(comparison: Comparison) -> dict:
 def _checks_json(rows: Sequence[CheckRow]) -> list[dict]:
     if not rows:
         return []
-    from rollouts.compare import check_rows_json  # rollouts imports this module: not at the top
+    from rollouts.compare import (
+        check_rows_json,  # rollouts imports this module: not at the top
+    )
 
     return check_rows_json(list(rows))
 

@@ -1,4 +1,4 @@
-from labeling.permissions import is_admin, is_reviewer
+from core.roles import is_admin, is_reviewer
 
 
 def roles(request):

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.jobs import JobRun
 from feedback.models import FeedbackItem
 
 
@@ -12,7 +13,7 @@ class OpenQuerySet(models.QuerySet):
         return self.filter(status__in=self.model.OPEN_STATUSES)
 
 
-class ClusterRun(models.Model):
+class ClusterRun(JobRun):
     """One clustering pass: parameters, progress, counts and quality figures."""
 
     class Status(models.TextChoices):
@@ -33,15 +34,8 @@ class ClusterRun(models.Model):
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     params = models.JSONField(default=dict)
-    progress = models.FloatField(default=0.0)
-    stage = models.CharField(max_length=100, blank=True, default="")
     counts = models.JSONField(default=dict)
     quality = models.JSONField(default=dict)
-    error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -5,21 +5,41 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from django.db.models import BooleanField, Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Value, When
-from django.utils import timezone
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 from sklearn.metrics import cohen_kappa_score
 
-from config.ids import id_parse
+from core.dates import day_start, today_start
+from core.ids import id_parse
+from core.roles import is_admin
 from feedback import custom_patterns
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub, scrub_json
-from labeling.models import Assignment, AuditEvent, Category, DoubleReview, Label, ReviewLock, Settlement
-from labeling.permissions import is_admin
+from labeling.models import (
+    Assignment,
+    AuditEvent,
+    Category,
+    DoubleReview,
+    Label,
+    ReviewLock,
+    Settlement,
+)
 from labeling.services import failure_signals
 
 SUGGESTED_MAX = 9
@@ -90,7 +110,9 @@ FLAG_QUEUE_PREFIX = "flag:"
 
 def _flag_queue(key: str, order: str) -> Queue | None:
     """The queue of one rollout check ("flag:<check>"): items it flagged, waiting for a confirm or dismiss."""
-    from rollouts.selectors import check_info  # rollouts builds on labeling: imported where used
+    from rollouts.selectors import (
+        check_info,  # rollouts builds on labeling: imported where used
+    )
 
     info = check_info(key.removeprefix(FLAG_QUEUE_PREFIX))
     return Queue(key=key, title=f"Flagged: {info.title}", order=order) if info else None
@@ -300,9 +322,9 @@ def reviewer_counts(*, now: datetime | None = None) -> list[ReviewerCount]:
 
     A label counts on the day it was first given: editing it later is not new work. One query.
     """
-    today = _today_start(now)
+    today = today_start(now)
     # Midnight of Monday made anew, not today minus days: a clock change in between would shift it by an hour.
-    monday = timezone.make_aware(datetime.combine(today.date() - timedelta(days=today.weekday()), time.min))
+    monday = day_start(today.date() - timedelta(days=today.weekday()))
     rows = (
         Label.objects.filter(created_at__gte=monday)
         .order_by()
@@ -312,11 +334,6 @@ def reviewer_counts(*, now: datetime | None = None) -> list[ReviewerCount]:
     )
     counts = [ReviewerCount(username=username, today=n_today, week=n_week) for username, n_today, n_week in rows]
     return sorted(counts, key=lambda row: (-row.week, -row.today, row.username))
-
-
-def _today_start(now: datetime | None = None) -> datetime:
-    day = timezone.localdate(now or timezone.now())
-    return timezone.make_aware(datetime.combine(day, time.min))
 
 
 # --- Navigation ---------------------------------------------------------------------

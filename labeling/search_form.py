@@ -2,11 +2,11 @@ import dataclasses
 
 from django import forms
 
-from config.ids import id_parse, is_id
+from core.ids import id_parse, is_id
 from feedback.models import FeedbackItem
 from labeling.keyset import cursor_parse
-from labeling.models import Label
 from labeling.meaning import QUERY_MAX_CHARS
+from labeling.models import Label
 from labeling.selectors import SearchFilters
 
 WORDS = "words"
@@ -54,7 +54,9 @@ class SearchForm(forms.Form):
             self.add_error("area", "Pick an area from the list.")
         flag = cleaned.get("flag") or ""
         if flag and flag != "any":
-            from rollouts.selectors import check_names  # rollouts builds on labeling: imported where used
+            from rollouts.selectors import (
+                check_names,  # rollouts builds on labeling: imported where used
+            )
 
             if flag not in check_names():
                 self.add_error("flag", "Pick a rollout check from the list.")

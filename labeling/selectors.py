@@ -3,15 +3,27 @@
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db.models import BooleanField, Case, CharField, Count, Exists, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    CharField,
+    Count,
+    Exists,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from config.ids import id_parse
+from core.ids import id_parse
+from core.roles import is_admin
 from feedback.models import FeedbackItem
 from labeling import counts
 from labeling.models import Area, Assignment, Category, ClusterRun, Label
-from labeling.permissions import is_admin
 from labeling.review_selectors import labels_hidden_from
 
 
@@ -221,7 +233,9 @@ def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackIte
     if filters.date_to:
         items = items.filter(occurred_at__date__lte=filters.date_to)
     if filters.flag:
-        from rollouts.selectors import items_with_flag  # rollouts builds on labeling: imported where used
+        from rollouts.selectors import (
+            items_with_flag,  # rollouts builds on labeling: imported where used
+        )
 
         items = items.filter(items_with_flag(check_name=filters.flag))
     return items.order_by("-occurred_at", "-id")

@@ -80,8 +80,6 @@ def cluster_run_start(*, trigger: str, user=None, enqueue: bool = True) -> Clust
 
     With ``enqueue=False`` the caller executes the run itself.
     """
-    from labeling.tasks import run_clustering  # tasks import services
-
     cluster_runs_reset_stuck()
     try:
         with transaction.atomic():
@@ -89,8 +87,15 @@ def cluster_run_start(*, trigger: str, user=None, enqueue: bool = True) -> Clust
     except IntegrityError:
         raise RunAlreadyActive(ClusterRun.objects.get(active=True)) from None
     if enqueue:
-        transaction.on_commit(lambda: run_clustering.delay(run.id))
+        transaction.on_commit(lambda: cluster_run_enqueue(run_id=run.id))
     return run
+
+
+def cluster_run_enqueue(*, run_id: int) -> bool:
+    """Hand the run to a worker; when the broker is unreachable the run fails at once with that reason."""
+    from labeling.tasks import run_clustering  # tasks import services
+
+    return ClusterRun.enqueue(run_clustering, run_id=run_id, then="start the run again later")
 
 
 def cluster_params() -> clustering.ClusterParams:
@@ -100,13 +105,6 @@ def cluster_params() -> clustering.ClusterParams:
         merge_min_items=settings.CLUSTER_MERGE_MIN_ITEMS,
         min_cluster_size=settings.CLUSTER_MIN_CLUSTER_SIZE,
     )
-
-
-def _run_update(run: ClusterRun, **fields) -> None:
-    fields["heartbeat_at"] = timezone.now()
-    for name, value in fields.items():
-        setattr(run, name, value)
-    run.save(update_fields=list(fields))
 
 
 def cluster_run_execute(*, run_id: int) -> ClusterRun | None:
@@ -127,8 +125,7 @@ def cluster_run_execute(*, run_id: int) -> ClusterRun | None:
         _cluster_run_body(run)
     except Exception as exc:
         logger.exception("cluster run %s failed", run_id)
-        _run_update(
-            run,
+        run.update(
             status=ClusterRun.Status.FAILED,
             active=None,
             finished_at=timezone.now(),
@@ -149,14 +146,14 @@ OVERLAP_SHARE = 0.3
 
 
 def _cluster_run_body(run: ClusterRun) -> None:
-    _run_update(run, stage="loading vectors", progress=0.02)
+    run.update(stage="loading vectors", progress=0.02)
     rows = list(clusterable_failures().order_by("id").values_list("id", "embedding_id", "embed_text"))
     item_ids = [row[0] for row in rows]
     vectors = clustering._unit_rows(vectors_for([row[1] for row in rows]))
     texts = [row[2] for row in rows]
 
     def progress(share: float) -> None:
-        _run_update(run, stage="clustering", progress=0.05 + 0.6 * share)
+        run.update(stage="clustering", progress=0.05 + 0.6 * share)
 
     params = clustering.ClusterParams(**run.params) if run.params else clustering.ClusterParams()
     if len(rows) >= params.min_items:
@@ -169,7 +166,7 @@ def _cluster_run_body(run: ClusterRun) -> None:
             similarity=np.zeros(len(rows), dtype=np.float32),
         )
 
-    _run_update(run, stage="naming categories", progress=0.7)
+    run.update(stage="naming categories", progress=0.7)
     previous = dict(
         Assignment.objects.filter(item_id__in=item_ids).values_list("item_id", "category_id")
     ) if item_ids else {}
@@ -177,18 +174,17 @@ def _cluster_run_body(run: ClusterRun) -> None:
         Assignment.objects.filter(item_id__in=item_ids).values_list("item_id", "area_id")
     ) if item_ids else {}
 
-    _run_update(run, stage="matching categories", progress=0.8)
+    run.update(stage="matching categories", progress=0.8)
     with transaction.atomic():
         plan = _reconcile_categories(run, result, vectors, texts, item_ids, previous)
-        _run_update(run, stage="grouping areas", progress=0.85)
+        run.update(stage="grouping areas", progress=0.85)
         area_of_item = _reconcile_areas(run, result, vectors, texts, item_ids, plan, previous_area)
-        _run_update(run, stage="assigning items", progress=0.9)
+        run.update(stage="assigning items", progress=0.9)
         assigned = _write_model_assignments(run, item_ids, plan, area_of_item)
         categories_refresh_sizes(run=run)
 
     labels = plan.labels
-    _run_update(
-        run,
+    run.update(
         status=ClusterRun.Status.DONE,
         active=None,
         stage="done",

@@ -7,10 +7,10 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from core.roles import is_reviewer, reviewer_required
 from labeling import area_selectors, meaning, selectors
-from labeling.keyset import keyset_page, page_number_parse
 from labeling.compare import pinned_regressions
-from labeling.permissions import is_reviewer, reviewer_required
+from labeling.keyset import keyset_page, page_number_parse
 from labeling.search_form import SearchForm
 from labeling.views_bulk import bulk_panel_for
 

@@ -12,13 +12,13 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from config.ids import id_parse
+from core.ids import id_parse
+from core.roles import reviewer_required
 from labeling import area_selectors as selectors
 from labeling import area_services as services
 from labeling.audit import audit_trail
 from labeling.category_services import CategoryRefused
 from labeling.models import Area
-from labeling.permissions import reviewer_required
 from labeling.views_bulk import bulk_panel_for
 
 

@@ -14,11 +14,11 @@ from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from config.ids import id_parse
+from core.ids import id_parse
+from core.roles import reviewer_required
 from labeling import bulk_selectors, bulk_services
 from labeling.bulk_selectors import SCOPES, Selection, SelectionRefused
 from labeling.bulk_services import BulkParams, BulkRefused
-from labeling.permissions import reviewer_required
 
 ORIGIN_PAGES = {"search": "/search/", "category": "/categories/{}/", "area": "/areas/{}/"}
 

@@ -16,15 +16,13 @@ from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.ids import id_parse
-from labeling import area_selectors
-from labeling import area_services
+from core.ids import id_parse
+from core.roles import admin_required, is_admin, reviewer_required
+from labeling import area_selectors, area_services, bulk_services
 from labeling import category_selectors as selectors
-from labeling import bulk_services
 from labeling import category_services as services
 from labeling.audit import audit_trail
 from labeling.models import Category, ClusterRun
-from labeling.permissions import admin_required, is_admin, reviewer_required
 from labeling.services import RunAlreadyActive
 from labeling.views_bulk import bulk_panel_for
 

@@ -11,9 +11,9 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from config.redirects import redirect_to_next
+from core.redirects import redirect_to_next
+from core.roles import reviewer_required
 from labeling import compare, counts
-from labeling.permissions import reviewer_required
 
 
 def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict, compare.DataWindow | None]:

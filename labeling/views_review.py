@@ -11,13 +11,13 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.ids import id_parse
+from core.ids import id_parse
+from core.roles import admin_required, is_admin, reviewer_required
 from labeling import review_selectors as selectors
 from labeling import review_services as services
 from labeling.audit import audit_record, audit_trail
 from labeling.forms import DoubleReviewRequestForm, LabelForm
 from labeling.models import Label
-from labeling.permissions import admin_required, is_admin, reviewer_required
 
 # Skipped items stay out of a reviewer's queue until the queue runs dry.
 SKIPPED_SESSION_KEY = "review_skipped"

@@ -23,8 +23,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core import jobs
 from feedback.signatures import secret_generate, sign
-from notifications.models import SUBSCRIBABLE, Delivery, Destination, Event, Notification
+from notifications.models import (
+    SUBSCRIBABLE,
+    Delivery,
+    Destination,
+    Event,
+    Notification,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -224,11 +231,9 @@ def deliveries_enqueue(*, delivery_ids: list[int]) -> int:
 
     queued = 0
     for delivery_id in delivery_ids:
-        try:
-            deliver.apply_async(args=[delivery_id], retry=False)
-            queued += 1
-        except Exception:  # any broker or transport failure: the row stays pending
-            logger.warning("could not queue notification delivery %s; the sweeper will", delivery_id, exc_info=True)
+        # The broker refusing leaves the row pending, for the sweeper.
+        waiting = f"notification delivery {delivery_id} waits for the sweeper"
+        queued += jobs.send(deliver, [delivery_id], if_unreachable=waiting) is None
     return queued
 
 

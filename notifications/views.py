@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from config.ids import id_parse
-from labeling.permissions import admin_required
+from core.ids import id_parse
+from core.roles import admin_required
 from notifications import selectors, services
 from notifications.forms import DestinationEditForm, DestinationForm
 from notifications.models import SUBSCRIBABLE, Delivery, Destination

@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 
+from core.dates import day_window
 from feedback.models import FeedbackItem
 from labeling import compare
 from rollouts import selectors
@@ -56,7 +57,7 @@ def _daily_rollouts(*, sides: Iterable[compare.Side], date_from: date, date_to: 
     match = Q(pk__in=[])
     for side in set(sides):
         match |= side.condition()
-    start, end = compare.day_window(date_from, date_to)
+    start, end = day_window(date_from, date_to)
     return list(
         FeedbackItem.objects.filter(match, occurred_at__gte=start, occurred_at__lt=end, checked_rollout__calls__gt=0)
         .annotate(day=TruncDate("occurred_at"))
@@ -74,7 +75,7 @@ def _daily_flagged(*, sides: Iterable[compare.Side], date_from: date, date_to: d
     match = Q(pk__in=[])
     for side in set(sides):
         match |= side.condition("item__")
-    start, end = compare.day_window(date_from, date_to)
+    start, end = day_window(date_from, date_to)
     return list(
         RolloutFlag.objects.filter(
             match,

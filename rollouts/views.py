@@ -11,11 +11,11 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.ids import id_parse
-from config.redirects import redirect_to_next
+from core.ids import id_parse
+from core.redirects import redirect_to_next
+from core.roles import admin_required, reviewer_required
 from feedback.models import FeedbackItem, Source
 from labeling import compare
-from labeling.permissions import admin_required, reviewer_required
 from rollouts import compare as rollout_compare
 from rollouts import selectors, services
 from rollouts.models import CustomCheck, RolloutFlag, SourceRolloutSettings

@@ -353,7 +353,7 @@ def test_a_category_with_items_cannot_be_deleted(rita, source):
 
 def test_a_reviewer_starting_a_run_queues_it_and_records_who(rita, django_capture_on_commit_callbacks, monkeypatch):
     queued = []
-    monkeypatch.setattr("labeling.tasks.run_clustering.delay", lambda run_id: queued.append(run_id))
+    monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", lambda args, **kwargs: queued.append(args[0]))
     with django_capture_on_commit_callbacks(execute=True):
         run = category_services.cluster_run_request(user=rita)
     assert run.trigger == ClusterRun.Trigger.REVIEWER and run.started_by == rita
@@ -362,8 +362,24 @@ def test_a_reviewer_starting_a_run_queues_it_and_records_who(rita, django_captur
     assert event.action == "started cluster run" and event.details == {"run": run.id} and event.actor == rita
 
 
+def test_a_run_that_cannot_be_queued_fails_at_once_and_frees_the_slot(rita, django_capture_on_commit_callbacks, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    def unreachable(*args, **kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", unreachable)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = category_services.cluster_run_request(user=rita)
+    run.refresh_from_db()
+    assert run.status == ClusterRun.Status.FAILED and run.active is None and run.finished_at is not None
+    assert run.error == "the task queue is unreachable (OperationalError); start the run again later"
+    monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", lambda args, **kwargs: None)
+    assert category_services.cluster_run_request(user=rita).status == ClusterRun.Status.QUEUED
+
+
 def test_a_second_run_is_refused_while_one_is_active_and_nothing_is_recorded(rita, monkeypatch):
-    monkeypatch.setattr("labeling.tasks.run_clustering.delay", lambda run_id: None)
+    monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", lambda args, **kwargs: None)
     first = category_services.cluster_run_request(user=rita)
     with pytest.raises(services.RunAlreadyActive) as refused:
         category_services.cluster_run_request(user=rita)

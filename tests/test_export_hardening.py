@@ -14,7 +14,7 @@ from django.test import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.csvcells import spreadsheet_safe
+from core.csvcells import spreadsheet_safe
 from exports.demo import DEMO_DATASETS
 from exports.formats import CsvWriter, csv_reader
 from exports.models import Dataset, ExportRun

@@ -66,7 +66,7 @@ def test_a_tick_while_the_previous_run_is_going_is_skipped(export_root):
         host=services.HOST,
         pid=1,
     )
-    services._run_update(running, stage="writing files")
+    running.update(stage="writing files")
 
     assert tasks.scheduled_export(dataset.id) is None
     assert ExportRun.objects.count() == 1 and not DatasetVersion.objects.exists()

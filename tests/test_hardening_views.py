@@ -16,7 +16,7 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
 
-from config.ids import MAX_ID, id_parse
+from core.ids import MAX_ID, id_parse
 from exports.models import Dataset
 from feedback.models import Embedding, FeedbackItem
 from labeling import compare, review_services

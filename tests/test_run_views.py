@@ -7,8 +7,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from labeling.models import AuditEvent, Category, ClusterRun
-
-from tests.factories import user_make, client_for
+from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def queued(monkeypatch):
     """Run ids handed to the worker (no broker in these tests)."""
     ids = []
-    monkeypatch.setattr("labeling.tasks.run_clustering.delay", lambda run_id: ids.append(run_id))
+    monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", lambda args, **kwargs: ids.append(args[0]))
     return ids
 
 

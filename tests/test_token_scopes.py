@@ -43,6 +43,19 @@ def test_a_new_token_may_only_file_reports(client, source):
     assert not Dataset.objects.exists()
 
 
+@pytest.mark.parametrize("path, scope", [("/api/v1/datasets", "datasets"), ("/api/v1/bulk-actions/1/undo", "review")])
+def test_every_api_that_takes_a_token_records_when_it_was_used(client, source, path, scope):
+    token, raw = services.api_token_create(source=source, scopes=[scope])
+    assert token.last_used_at is None
+    if path.endswith("/undo"):
+        answer = client.post(path, content_type="application/json", headers=bearer(raw))
+        assert answer.status_code == 404  # authenticated, then no such action
+    else:
+        assert client.get(path, headers=bearer(raw)).status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at is not None
+
+
 def test_a_dataset_token_reads_datasets_but_files_no_report(client, source):
     _, raw = services.api_token_create(source=source, scopes=["datasets", "compare"])
 

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from labeling.permissions import ADMIN
+from core.roles import ADMIN
 
 
 class Command(BaseCommand):

@@ -7,7 +7,12 @@ from django.http import HttpRequest
 from ninja import Schema
 from pydantic import BaseModel, ValidationError
 
-from feedback.schemas import MAX_JSON_DEPTH, first_error, may_hold_unstorable_text, unstorable_error
+from core.storable import (
+    MAX_JSON_DEPTH,
+    first_error,
+    may_hold_unstorable_text,
+    unstorable_error,
+)
 
 # Schemas of bodies that views parse by hand; config.api adds them to the OpenAPI document.
 EXTRA_COMPONENTS: dict[str, Any] = {}

@@ -1,0 +1,71 @@
+"""What every background job shares: the columns of a run's life, and handing work to the broker.
+
+A run is queued, then running (beating its heartbeat_at while it works),
+then finished or failed with a reason a person reads. The request that
+started it has committed by the time a task is sent, so a broker that cannot
+be reached never fails that request: `send` reports it and the caller says
+what happens instead (a sweeper retries, or the run fails with the reason).
+"""
+
+import logging
+from collections.abc import Sequence
+
+from django.db import models
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+
+class JobRun(models.Model):
+    """The life of one background job. Subclasses add `status` (with "queued" and "failed")
+    and `active` (True while queued or running, NULL after)."""
+
+    stage = models.CharField(max_length=100, blank=True, default="")
+    progress = models.FloatField(default=0.0)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def update(self, **fields) -> None:
+        """Save these fields and beat the heartbeat, so a watcher knows the worker is alive."""
+        fields["heartbeat_at"] = timezone.now()
+        for name, value in fields.items():
+            setattr(self, name, value)
+        self.save(update_fields=list(fields))
+
+    @classmethod
+    def enqueue(cls, task, *, run_id: int, then: str) -> bool:
+        """Hand the run to `task`; when the broker is unreachable the run fails at once, saying so and `then`.
+
+        Failing it frees the one active slot its kind allows, so the next start is not blocked.
+        """
+        exc = send(task, [run_id], if_unreachable=f"{cls._meta.verbose_name} {run_id} fails")
+        if exc is None:
+            return True
+        cls.objects.filter(id=run_id, status="queued").update(
+            status="failed", active=None, finished_at=timezone.now(), error=unreachable_reason(exc, then=then)
+        )
+        return False
+
+
+def send(task, args: Sequence = (), *, if_unreachable: str, **options) -> Exception | None:
+    """Hand `task` to the broker once, without retrying; the error if the broker is unreachable.
+
+    `if_unreachable` says in the log what happens instead ("3 items wait for the sweeper").
+    """
+    try:
+        task.apply_async(args=list(args), retry=False, **options)
+    except Exception as exc:  # any broker or transport failure
+        logger.warning("broker unavailable; %s", if_unreachable, exc_info=True)
+        return exc
+    return None
+
+
+def unreachable_reason(exc: Exception, *, then: str) -> str:
+    """The error a run records when its task could not be queued."""
+    return f"the task queue is unreachable ({type(exc).__name__}); {then}"
