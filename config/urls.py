@@ -5,9 +5,6 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from config.api import api
-from core.roles import admin_required
-from feedback import views as feedback_views
-from feedback import views_import
 
 
 def favicon(request):
@@ -19,9 +16,7 @@ urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("reports/new", feedback_views.report_new, name="report_new"),
-    # The role check lives in labeling, which feedback must not import: config wires the two.
-    path("imports/", include(views_import.urlpatterns(guard=admin_required))),
+    path("", include("feedback.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("datasets/", include("exports.urls")),

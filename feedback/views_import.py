@@ -1,18 +1,13 @@
-"""Admin pages for imports of past signals: upload a file, follow its run, read its report.
-
-The admin-role check lives in core.roles, which the feedback app
-must not import (data flows feedback -> labeling); config/urls.py wraps every
-route here in it through `urlpatterns(guard=...)`.
-"""
+"""Admin pages for imports of past signals: upload a file, follow its run, read its report."""
 
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
-from django.urls import path
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core.roles import admin_required
 from feedback import import_services, importing
 from feedback.models import ImportRun, Source
 
@@ -68,6 +63,7 @@ def _page(request: HttpRequest, form: ImportForm, *, status: int = 200) -> HttpR
     return render(request, "feedback/imports.html", context, status=status)
 
 
+@admin_required
 @require_http_methods(["GET", "POST"])
 def imports(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
@@ -109,12 +105,14 @@ def _run_context(run: ImportRun) -> dict:
     return {"run": run, "active": run.is_active, "refusals": run.refusals[:200]}
 
 
+@admin_required
 @require_GET
 def import_run(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ImportRun.objects.select_related("source"), id=run_id)
     return render(request, "feedback/import_run.html", _run_context(run))
 
 
+@admin_required
 @require_GET
 def import_run_status(request: HttpRequest, run_id: int) -> HttpResponse:
     """The polled progress block; it stops asking once the run has ended, and re-queues a run left stuck."""
@@ -123,13 +121,3 @@ def import_run_status(request: HttpRequest, run_id: int) -> HttpResponse:
     response = render(request, "feedback/_import_status.html", _run_context(run))
     response["Cache-Control"] = "no-store"
     return response
-
-
-def urlpatterns(*, guard) -> list:
-    """The import routes, each behind `guard` (config passes the admin-role check)."""
-    return [
-        path("", guard(imports), name="imports"),
-        path("<int:run_id>/", guard(import_run), name="import_run"),
-        path("<int:run_id>/status", guard(import_run_status), name="import_run_status"),
-    ]
-
