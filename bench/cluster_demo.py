@@ -1,4 +1,4 @@
-"""Clustering quality on the demo corpus (config/demo_corpus.py) against its failure themes.
+"""Clustering quality on the demo corpus (demo/corpus.py) against its failure themes.
 
 Builds the demo signals in memory exactly as `demo_load` turns them into rows
 (same schemas, same `rating_item_build` / `report_item_build`), derives each
@@ -53,8 +53,8 @@ import numpy as np  # noqa: E402
 django.setup()
 
 from bench.cluster_quality import score  # noqa: E402
-from config import demo_corpus  # noqa: E402
-from config.management.commands.demo_load import rating_item, report_item  # noqa: E402
+from demo import corpus as demo_corpus  # noqa: E402
+from demo.signals import rating_item, report_item  # noqa: E402
 from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.models import FeedbackItem, Source  # noqa: E402
 from feedback.text import embed_text  # noqa: E402

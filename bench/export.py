@@ -76,7 +76,7 @@ def seed(n: int, *, stored_text: bool = True) -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from config import demo_corpus
+    from demo import corpus as demo_corpus
     from exports import services
     from exports.models import Trigger
     from exports.schemas import DatasetIn

@@ -7,7 +7,7 @@
 What it does, in order:
 
 1. writes a labelled corpus (JSON lines: each agent run's context and the
-   checks it should trip) from config/demo_corpus.generate_rollouts: hacks at
+   checks it should trip) from demo/corpus.py (generate_rollouts): hacks at
    per-version rates, clean runs with near misses (a test file read, `git
    status`, a package from an allowed registry) and a share of hacks written
    so no pattern over commands sees them (recall is measured, not assumed);
@@ -37,7 +37,11 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from config.demo_corpus import ROLLOUT_ALLOWED_HOSTS, ROLLOUT_CHECK_NAMES, generate_rollouts  # noqa: E402
+from demo.corpus import (  # noqa: E402
+    ROLLOUT_ALLOWED_HOSTS,
+    ROLLOUT_CHECK_NAMES,
+    generate_rollouts,
+)
 from feedback.scrubber import scrub_json  # noqa: E402
 from rollouts.checks import CheckSettings, run_checks  # noqa: E402
 

@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "exports",
     "rollouts",
     "notifications",
+    "demo",
 ]
 
 MIDDLEWARE = [

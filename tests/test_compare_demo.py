@@ -1,6 +1,6 @@
 """The demo corpus's planted version differences show up in the comparison.
 
-config.demo_corpus gives 2.1 far more "special-cased a test" failures than 2.0
+demo.corpus gives 2.1 far more "special-cased a test" failures than 2.0
 (theme weight 0.4 -> 2.4) and far fewer hallucinated APIs (2.4 -> 0.4), and
 2.2 a lower thumbs-down rate overall. Clustering the corpus takes about 45 s,
 so categories come from the corpus's ground truth instead: one category per
@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from config import demo_corpus
+from demo import corpus as demo_corpus
 from feedback.models import FeedbackItem
 from labeling import compare
 from labeling.models import Assignment, Category

@@ -6,7 +6,7 @@ truth, with no areas. Here the corpus goes through the pipeline as
 which creates the areas), once for the module, inside a transaction that is
 rolled back afterwards; the tests read the comparisons' JSON.
 
-2.2's planted regression (config/demo_corpus.py): "Asked needless
+2.2's planted regression (demo/corpus.py): "Asked needless
 clarification questions" goes from weight 0.8 on 2.1 to 6.0 on 2.2 while
 2.2's thumbs-down rate falls from 0.39 to 0.27 overall: about 2% of 2.1's
 ratings and 9% of 2.2's. The clustering spreads the theme over several
@@ -25,7 +25,7 @@ from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
-from config import demo_corpus
+from demo import corpus as demo_corpus
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
 from labeling import compare

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from config import demo_corpus
-from config.demo_corpus import THEMES, VERSIONS
+from demo import corpus as demo_corpus
+from demo.corpus import THEMES, VERSIONS
 from feedback import services
 from feedback.models import FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn

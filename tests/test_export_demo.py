@@ -5,7 +5,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from exports.demo import demo_datasets_export
+from demo.datasets import demo_datasets_export
 from exports.models import Dataset, DatasetVersion
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.csvcells import spreadsheet_safe
-from exports.demo import DEMO_DATASETS
+from demo.datasets import DEMO_DATASETS
 from exports.formats import CsvWriter, csv_reader
 from exports.models import Dataset, ExportRun
 from exports.records import ExportRecord

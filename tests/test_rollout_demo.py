@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from config import demo_corpus
-from config.management.commands.demo_load import DEFAULT_ROLLOUTS
+from demo import corpus as demo_corpus
+from demo.management.commands.demo_load import DEFAULT_ROLLOUTS
 from feedback.models import FeedbackItem
 from labeling import compare
 from labeling.models import Assignment, Category, ClusterRun

@@ -2,7 +2,7 @@
 `rollouts_demo_load` both load.
 
 Rollouts that commit each kind of hack at rates that differ per model
-version, and clean ones that come close (config/demo_corpus.generate_rollouts),
+version, and clean ones that come close (demo/corpus.py, generate_rollouts),
 stored as the webhook stores rating events, for the demo's product source.
 The source's allow-list is set to the package registries its agents use, and
 the checks run here and now, so /rollouts/, the comparison and the overview
@@ -19,8 +19,8 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from config import demo_corpus
-from config.management.commands.demo_load import rating_item
+from demo import corpus
+from demo.signals import rating_item
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem, Source
 from rollouts import services
@@ -55,11 +55,11 @@ def demo_rollouts_load(*, count: int, seed: int, now: datetime | None = None) ->
     product source and set its allow-list; insert the new ones in chunks, each with a fresh receipt,
     in one transaction (processing is queued after commit, as for any ingest); check them in chunks.
     """
-    rollouts = demo_corpus.generate_rollouts(count=count, seed=seed, anchor=demo_corpus.anchor_for(now or timezone.now()))
-    source = Source.objects.filter(name=demo_corpus.PRODUCT_SOURCE_NAME).first()
+    rollouts = corpus.generate_rollouts(count=count, seed=seed, anchor=corpus.anchor_for(now or timezone.now()))
+    source = Source.objects.filter(name=corpus.PRODUCT_SOURCE_NAME).first()
     if source is None:
-        source, _ = feedback_services.source_create(name=demo_corpus.PRODUCT_SOURCE_NAME, kind=Source.Kind.PRODUCT)
-    services.allowed_hosts_set(source=source, hosts=list(demo_corpus.ROLLOUT_ALLOWED_HOSTS))
+        source, _ = feedback_services.source_create(name=corpus.PRODUCT_SOURCE_NAME, kind=Source.Kind.PRODUCT)
+    services.allowed_hosts_set(source=source, hosts=list(corpus.ROLLOUT_ALLOWED_HOSTS))
     loaded = DemoRollouts(seed=seed, rollouts=len(rollouts), hacks=sum(len(rollout.hacks) for rollout in rollouts))
     with transaction.atomic():
         for start in range(0, len(rollouts), CHUNK):

@@ -1,4 +1,4 @@
-"""Load the demo's agent rollouts for the rollout checks, beside the demo corpus (rollouts.demo).
+"""Load the demo's agent rollouts for the rollout checks, beside the demo corpus (demo/rollouts.py).
 
 `demo_load` loads the same rollouts (its `--rollouts N`); this command adds
 more of them, or loads them into a database that has the corpus already.
@@ -9,7 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from rollouts.demo import demo_rollouts_load
+from demo.rollouts import demo_rollouts_load
 
 
 class Command(BaseCommand):
