@@ -77,7 +77,7 @@ def seed(n: int, *, stored_text: bool = True) -> None:
     from django.core.management import call_command
 
     from demo import corpus as demo_corpus
-    from exports import services
+    from exports import datasets, runs
     from exports.models import Trigger
     from exports.schemas import DatasetIn
     from feedback.models import Embedding, FeedbackItem, Source
@@ -188,16 +188,16 @@ def seed(n: int, *, stored_text: bool = True) -> None:
         insert(chunk, offset=start, source=source, vectors=vectors)
     print(f"seeded {n:,} ratings and {EVAL_ITEMS:,} eval reports in {time.perf_counter() - started:.1f}s")
 
-    evals = services.dataset_create(
+    evals = datasets.dataset_create(
         spec=DatasetIn.model_validate(
             {"name": "bench-eval", "purpose": "eval", "formats": ["eval_jsonl"], "filters": {"sources": ["bench-eval"]}}
         )
     )
-    run = services.export_run_start(dataset=evals, trigger=Trigger.COMMAND, enqueue=False)
-    version = services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=evals, trigger=Trigger.COMMAND, enqueue=False)
+    version = runs.export_run_execute(run_id=run.id)
     print(f"eval version: {version.item_count} items")
     for name, filters in (("bench-10k", {"sources": ["bench-small"]}), ("bench-all", {"kinds": ["rating"]})):
-        services.dataset_create(
+        datasets.dataset_create(
             spec=DatasetIn.model_validate(
                 {"name": name, "purpose": "train", "formats": ALL_FORMATS, "filters": filters}
             )
@@ -208,7 +208,7 @@ def child(dataset_name: str) -> None:
     """Export one dataset in this fresh process and print one JSON line."""
     import pyarrow.parquet  # noqa: F401
 
-    from exports import services
+    from exports import runs, writing
     from exports.models import Dataset, Trigger
 
     dataset = Dataset.objects.get(name=dataset_name)
@@ -216,8 +216,8 @@ def child(dataset_name: str) -> None:
     load = os.getloadavg()[0]
     started = time.perf_counter()
     cpu_started = time.process_time()
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    version = services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    version = runs.export_run_execute(run_id=run.id)
     seconds = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     peak = rss_mb("VmHWM")
@@ -226,7 +226,7 @@ def child(dataset_name: str) -> None:
         json.dumps(
             {
                 "status": run.status,
-                "folder": str(services.version_folder(version=version)),
+                "folder": str(writing.version_folder(version=version)),
                 "items": version.item_count,
                 "held_out": version.held_out.get("total", 0),
                 "seconds": seconds,

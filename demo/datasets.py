@@ -9,7 +9,7 @@ responses) give the hint, coaching and preference files rows to show.
 
 from django.contrib.auth import get_user_model
 
-from exports import services
+from exports import datasets, runs, writing
 from exports.models import Dataset, Trigger
 from exports.schemas import DatasetIn
 from feedback.models import FeedbackItem
@@ -102,18 +102,18 @@ def demo_datasets_export() -> list[str]:
     for spec in DEMO_DATASETS:
         dataset = Dataset.objects.filter(name=spec["name"]).first()
         if dataset is None:
-            dataset = services.dataset_create(spec=DatasetIn.model_validate(spec))
+            dataset = datasets.dataset_create(spec=DatasetIn.model_validate(spec))
         if dataset.versions.exists():
             continue
         try:
-            run = services.export_run_start(dataset=dataset, trigger=Trigger.DEMO, made_by="demo_load", enqueue=False)
-        except services.ExportAlreadyRunning:
+            run = runs.export_run_start(dataset=dataset, trigger=Trigger.DEMO, made_by="demo_load", enqueue=False)
+        except runs.ExportAlreadyRunning:
             lines.append(f"demo_load: an export of {dataset.name} is running already")
             continue
-        version = services.export_run_execute(run_id=run.id)
+        version = runs.export_run_execute(run_id=run.id)
         held = version.held_out.get("total", 0)
         lines.append(
             f"demo_load: dataset {dataset.name} ({dataset.purpose}) v{version.number}: "
-            f"{version.item_count} items, {held} held out -> {services.version_folder(version=version)}"
+            f"{version.item_count} items, {held} held out -> {writing.version_folder(version=version)}"
         )
     return lines

@@ -21,7 +21,7 @@ from core.api import (
     validate_model,
 )
 from core.auth import Caller, api_caller
-from exports import selectors, services
+from exports import datasets, runs, selectors, writing
 from exports.card import manifest_bytes
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetIn, DatasetPatch, ExportIn
@@ -34,7 +34,7 @@ def caller_of(request: HttpRequest) -> Caller:
     return api_caller(request, scope=ApiToken.Scope.DATASETS, what="datasets need")
 
 
-def _refused(refusal: services.DatasetRefused) -> ApiError:
+def _refused(refusal: datasets.DatasetRefused) -> ApiError:
     return ApiError(refusal.status, refusal.message, refusal.field)
 
 
@@ -231,8 +231,8 @@ def create_dataset(request: HttpRequest):
     if spec.schedule is not None and not caller.is_admin:
         raise ApiError(403, "setting a schedule needs the admin role", "schedule")
     try:
-        dataset = services.dataset_create(spec=spec, user=caller.user)
-    except services.DatasetRefused as refusal:
+        dataset = datasets.dataset_create(spec=spec, user=caller.user)
+    except datasets.DatasetRefused as refusal:
         raise _refused(refusal) from None
     return Status(201, _dataset_answer(dataset))
 
@@ -258,8 +258,8 @@ def update_dataset(request: HttpRequest, dataset_id: int):
         raise ApiError(403, "changing a schedule needs the admin role", "schedule")
     try:
         with transaction.atomic():
-            services.dataset_update(dataset=dataset, patch=patch, user=caller.user)
-    except services.DatasetRefused as refusal:
+            datasets.dataset_update(dataset=dataset, patch=patch, user=caller.user)
+    except datasets.DatasetRefused as refusal:
         raise _refused(refusal) from None
     dataset.refresh_from_db()
     return _dataset_answer(dataset)
@@ -277,7 +277,7 @@ def start_export(request: HttpRequest, dataset_id: int):
     dataset = _dataset_or_404(dataset_id)
     body = validate_model(ExportIn, read_json_body(request)) if request.body.strip() else ExportIn()
     try:
-        run = services.export_run_start(
+        run = runs.export_run_start(
             dataset=dataset,
             trigger=Trigger.API,
             user=caller.user,
@@ -285,7 +285,7 @@ def start_export(request: HttpRequest, dataset_id: int):
             mode=Mode(body.mode),
             force=body.force,
         )
-    except services.ExportAlreadyRunning as running:
+    except runs.ExportAlreadyRunning as running:
         raise ApiError(409, str(running)) from None
     return Status(202, run_out(run))
 
@@ -362,7 +362,7 @@ def version_file_response(version: DatasetVersion, name: str) -> FileResponse:
     """A file of a version, streamed; only names the version lists (no paths)."""
     if name not in version.file_names():
         raise ApiError(404, f"{version} has no file '{name}'")
-    path = services.version_folder(version=version) / name
+    path = writing.version_folder(version=version) / name
     if not path.is_file():
         raise ApiError(
             404,

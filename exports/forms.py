@@ -1,4 +1,4 @@
-"""Forms of the dataset pages: they parse and check input, exports.services decides."""
+"""Forms of the dataset pages: they parse and check input, exports.datasets decides."""
 
 import re
 from datetime import date
@@ -7,7 +7,12 @@ from django import forms
 
 from exports.formats import WRITERS
 from exports.models import Dataset, Mode, Purpose
-from exports.schemas import EARLIEST_FILTER_DAY, FORMATS, LATEST_FILTER_DAY, NAME_PATTERN
+from exports.schemas import (
+    EARLIEST_FILTER_DAY,
+    FORMATS,
+    LATEST_FILTER_DAY,
+    NAME_PATTERN,
+)
 from labeling.models import Label
 from labeling.review_services import LABEL_TAGS
 

@@ -324,7 +324,9 @@ def _vectors_of(records: list[ExportRecord]) -> np.ndarray:
 
 
 def _embed_texts(texts: list[str]) -> np.ndarray:
-    from feedback import embedder  # heavy (onnxruntime): loaded only when an export needs it
+    from feedback import (
+        embedder,  # heavy (onnxruntime): loaded only when an export needs it
+    )
 
     return embedder.embed_texts(texts)
 

@@ -2,7 +2,7 @@
 
 Types are strict, as for ingestion: ``"categories": "3"`` is refused with the
 field named instead of guessed. Rules that need the database (does that
-category exist? is the name free?) are checked by exports.services.
+category exist? is the name free?) are checked by exports.datasets.
 """
 
 from datetime import date

@@ -14,6 +14,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from exports.formats import WRITERS
+from exports.member_states import text_hash
 from exports.models import (
     Dataset,
     DatasetVersion,
@@ -21,7 +22,6 @@ from exports.models import (
     ExportRun,
     Purpose,
 )
-from exports.member_states import text_hash
 from exports.records import (
     CONTEXT_TEXT,
     ITEM_COLUMNS,

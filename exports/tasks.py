@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from exports import services
+from exports import runs
 from exports.models import Dataset, Trigger
 
 logger = logging.getLogger(__name__)
@@ -12,8 +12,8 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="exports.tasks.export_run", queue="default")
 def export_run(run_id: int) -> int | None:
-    """Execute one queued export run (steps: exports.services.export_run_execute); returns the version id."""
-    version = services.export_run_execute(run_id=run_id)
+    """Execute one queued export run (steps: exports.runs.export_run_execute); returns the version id."""
+    version = runs.export_run_execute(run_id=run_id)
     return version.id if version else None
 
 
@@ -27,15 +27,15 @@ def scheduled_export(dataset_id: int) -> int | None:
     if dataset is None:
         return None
     try:
-        run = services.export_run_start(
+        run = runs.export_run_start(
             dataset=dataset,
             trigger=Trigger.SCHEDULE,
             made_by=f"schedule '{dataset.schedule_cron}'" if dataset.schedule_cron else "schedule",
             mode=dataset.schedule_mode,
             enqueue=False,
         )
-    except services.ExportAlreadyRunning as running:
+    except runs.ExportAlreadyRunning as running:
         logger.info("scheduled export of %s skipped: %s", dataset.name, running)
         return None
-    version = services.export_run_execute(run_id=run.id)
+    version = runs.export_run_execute(run_id=run.id)
     return version.id if version else None

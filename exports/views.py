@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from core.api import ApiError
 from core.roles import admin_required, reviewer_required
 from core.storable import first_error
-from exports import selectors, services
+from exports import datasets, runs, selectors, writing
 from exports.api import version_file_response
 from exports.forms import DatasetForm, DatasetPreviewForm, DiffForm, ScheduleForm
 from exports.holdout import REASONS
@@ -42,7 +42,7 @@ def _save(form: DatasetForm, save) -> Dataset | None:
     except ValidationError as exc:
         message, field = first_error(exc)
         form.add_refusal(field, message)
-    except services.DatasetRefused as refusal:
+    except datasets.DatasetRefused as refusal:
         form.add_refusal(refusal.field, refusal.message)
     return None
 
@@ -59,7 +59,7 @@ def dataset_new(request: HttpRequest) -> HttpResponse:
     form = DatasetForm(request.POST or None, choices=selectors.builder_choices())
     if request.method == "POST" and form.is_valid():
         dataset = _save(
-            form, lambda spec: services.dataset_create(spec=DatasetIn.model_validate(spec), user=request.user)
+            form, lambda spec: datasets.dataset_create(spec=DatasetIn.model_validate(spec), user=request.user)
         )
         if dataset is not None:
             messages.success(request, f"Dataset “{dataset.name}” defined. Export it when you are ready.")
@@ -81,7 +81,7 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
 
         def save(spec: dict) -> Dataset:
             patch = DatasetPatch.model_validate(spec)
-            return services.dataset_update(dataset=dataset, patch=patch, user=request.user)
+            return datasets.dataset_update(dataset=dataset, patch=patch, user=request.user)
 
         if _save(form, save) is not None:
             messages.success(request, f"Dataset “{dataset.name}” saved. The next export uses the new definition.")
@@ -171,10 +171,10 @@ def dataset_export(request: HttpRequest, dataset_id: int) -> HttpResponse:
     mode = Mode.INCREMENTAL if request.POST.get("mode") == Mode.INCREMENTAL else Mode.SNAPSHOT
     force = request.POST.get("force") == "on"
     try:
-        services.export_run_start(
+        runs.export_run_start(
             dataset=dataset, trigger=Trigger.REVIEWER, user=request.user, mode=mode, force=force
         )
-    except services.ExportAlreadyRunning as running:
+    except runs.ExportAlreadyRunning as running:
         messages.error(
             request,
             f"An export of “{dataset.name}” is already {running.run.get_status_display().lower()}; "
@@ -209,12 +209,12 @@ def dataset_schedule(request: HttpRequest, dataset_id: int) -> HttpResponse:
     form = ScheduleForm(request.POST)
     if form.is_valid():
         try:
-            services.dataset_schedule_set(
+            datasets.dataset_schedule_set(
                 dataset=dataset,
                 schedule=ScheduleIn(cron=form.cleaned_data["cron"], mode=form.cleaned_data["mode"]),
                 user=request.user,
             )
-        except services.DatasetRefused as refusal:
+        except datasets.DatasetRefused as refusal:
             form.add_error("cron", refusal.message)
         else:
             cron = dataset.schedule_cron
@@ -234,8 +234,8 @@ def dataset_delete(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = _dataset_or_404(dataset_id)
     name = dataset.name
     try:
-        services.dataset_delete(dataset=dataset, user=request.user)
-    except services.DatasetRefused as refusal:
+        datasets.dataset_delete(dataset=dataset, user=request.user)
+    except datasets.DatasetRefused as refusal:
         messages.error(request, refusal.message)
         return _detail_page(request, dataset, status=refusal.status)
     messages.success(request, f"Deleted the dataset “{name}” with its versions and files.")
@@ -264,7 +264,7 @@ def version_detail(request: HttpRequest, dataset_id: int, number: int) -> HttpRe
         "held": held,
         "checked": checked,
         "counts": version.counts,
-        "folder": services.version_folder(version=version),
+        "folder": writing.version_folder(version=version),
     }
     return render(request, "exports/version.html", context)
 

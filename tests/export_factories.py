@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.contrib.auth import get_user_model
 
-from exports import services
+from exports import datasets, runs
 from exports.models import DatasetVersion, Mode, Trigger
 from exports.schemas import DatasetIn
 from feedback.models import Embedding, FeedbackItem, Source
@@ -91,7 +91,7 @@ def label_make(item: FeedbackItem, reviewer=None, **fields) -> Label:
 
 
 def dataset_make(name: str = "train-set", purpose: str = "train", formats=("csv",), **spec):
-    return services.dataset_create(
+    return datasets.dataset_create(
         spec=DatasetIn.model_validate({"name": name, "purpose": purpose, "formats": list(formats), **spec})
     )
 
@@ -100,8 +100,8 @@ def export(
     dataset, *, mode: str = Mode.SNAPSHOT, trigger: str = Trigger.COMMAND, force: bool = False
 ) -> DatasetVersion:
     """The version the export made, or with unchanged data (and no `force`) the one it matched."""
-    run = services.export_run_start(dataset=dataset, trigger=trigger, mode=mode, force=force, enqueue=False)
-    version = services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=trigger, mode=mode, force=force, enqueue=False)
+    version = runs.export_run_execute(run_id=run.id)
     assert version is not None
     return version
 

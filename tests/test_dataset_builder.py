@@ -13,7 +13,7 @@ import pytest
 from exports import selectors
 from exports.models import Dataset
 from exports.schemas import FORMATS
-from exports.services import version_folder
+from exports.writing import version_folder
 from labeling.models import Area, Category
 from tests.export_factories import (
     dataset_make,

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from exports import services as export_services
+from exports import writing
 from feedback.models import FeedbackItem
 from labeling.models import (
     Assignment,
@@ -58,13 +58,13 @@ def disputed_item(people, wrong_file, **fields):
 
 
 def csv_rows(version) -> dict[int, dict]:
-    folder = export_services.version_folder(version=version)
+    folder = writing.version_folder(version=version)
     with open(folder / "items.csv", encoding="utf-8", newline="") as handle:
         return {int(row["id"]): row for row in csv.DictReader(handle)}
 
 
 def manifest(version) -> dict:
-    return json.loads((export_services.version_folder(version=version) / "manifest.json").read_text())
+    return json.loads((writing.version_folder(version=version) / "manifest.json").read_text())
 
 
 def settle(client, disputed, kept, **fields):
@@ -285,7 +285,7 @@ def test_a_version_with_disputed_items_left_out_is_rewritten_byte_identically(pe
     item_make(comment="Kept.")
     version = export(dataset_make("verified", formats=("csv", "chat_jsonl")))
     assert version.counts["disputed_left_out"] == 1
-    check = export_services.dataset_version_verify(version=version)
+    check = writing.dataset_version_verify(version=version)
     assert check.identical, check.differing
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django_celery_beat.models import PeriodicTask
 
-from exports import services
+from exports import runs
 from exports.models import Dataset, ExportRun
 from feedback.services import api_token_create, api_token_revoke
 from labeling.models import Category
@@ -244,7 +244,7 @@ def test_starting_an_export_answers_202_and_409_while_it_is_active(
     assert error(again)["error"] == f"an export of 'exported' is already queued (run {run_id})"
     assert api.send("post", f"/datasets/{dataset.id}/exports", {"mode": "sometimes"}).status_code == 422
 
-    services.export_run_execute(run_id=run_id)
+    runs.export_run_execute(run_id=run_id)
     status = api.get(f"/datasets/{dataset.id}/exports/{run_id}").json()
     assert status["status"] == "done" and status["version"] == 1 and status["progress"] == 1.0
     assert ExportRun.objects.get().made_by.startswith("api token fbk_")

@@ -19,7 +19,7 @@ from demo.datasets import DEMO_DATASETS
 from exports.formats import CsvWriter, csv_reader
 from exports.models import Dataset, ExportRun
 from exports.records import ExportRecord
-from exports.services import dataset_version_verify
+from exports.writing import dataset_version_verify
 from feedback.models import FeedbackItem
 from feedback.services import api_token_create
 from labeling.models import Category

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from exports import holdout, services
+from exports import holdout, runs
 from exports.models import Mode
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
@@ -222,8 +222,8 @@ def test_a_train_export_starts_over_when_an_eval_version_lands_while_it_runs(exp
         return real_keep(self, records)
 
     monkeypatch.setattr(holdout.TrainGuard, "keep", keep)
-    run = services.export_run_start(dataset=dataset, trigger="command", enqueue=False)
-    train = services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger="command", enqueue=False)
+    train = runs.export_run_execute(run_id=run.id)
 
     assert member_ids(landed[0]) == {racing.id}
     assert member_ids(train) == {other.id}

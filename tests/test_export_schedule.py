@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from config.celery import app as celery_app
-from exports import formats, services, tasks
+from exports import datasets, formats, runs, tasks
 from exports.models import DatasetVersion, ExportRun
 from exports.schemas import ScheduleIn
 from tests.export_factories import (
@@ -19,7 +19,7 @@ from tests.export_factories import (
 
 def scheduled(name: str, *, mode: str = "snapshot", cron: str = "0 3 * * *"):
     dataset = dataset_make(name)
-    services.dataset_schedule_set(dataset=dataset, schedule=ScheduleIn(cron=cron, mode=mode))
+    datasets.dataset_schedule_set(dataset=dataset, schedule=ScheduleIn(cron=cron, mode=mode))
     return dataset
 
 
@@ -63,7 +63,7 @@ def test_a_tick_while_the_previous_run_is_going_is_skipped(export_root):
         dataset=dataset,
         trigger="schedule",
         status="running",
-        host=services.HOST,
+        host=runs.HOST,
         pid=1,
     )
     running.update(stage="writing files")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from exports import records, services
+from exports import records, runs, writing
 from exports.models import DatasetVersion, ExportRun, Trigger
 from tests.export_factories import dataset_make, export, item_make
 
@@ -26,9 +26,9 @@ def test_a_leak_in_the_last_row_past_many_clean_rows_fails_the_version_naming_it
         records, "scrub_record", lambda record, **kwargs: record if record.id == leaky.id else scrub_record(record, **kwargs)
     )
 
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.UnscrubbedOutput) as failure:
-        services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnscrubbedOutput) as failure:
+        runs.export_run_execute(run_id=run.id)
 
     assert str(failure.value) == (
         "the export files still hold unscrubbed text: aws_access_key in eval.jsonl, items.csv, items.parquet"

@@ -10,7 +10,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from exports import formats, selectors, services
+from exports import datasets, formats, runs, selectors, writing
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetFilters, DatasetPatch
 from feedback.models import FeedbackItem
@@ -88,8 +88,8 @@ def test_the_manifest_counts_by_category_model_version_and_split_and_records_who
     item_make(model_version="")
     dataset = dataset_make("counts")
 
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER, user=reviewer, enqueue=False)
-    version = services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER, user=reviewer, enqueue=False)
+    version = runs.export_run_execute(run_id=run.id)
 
     counts = version.manifest["counts"]
     assert counts["by_category"] == {"(none)": 1, "Edited the wrong file": 2}
@@ -121,10 +121,10 @@ def test_the_same_version_written_twice_is_byte_identical(export_root, tmp_path)
     for attempt in range(2):
         again = tmp_path / f"again-{attempt}"
         again.mkdir()
-        services.dataset_version_write(version=DatasetVersion.objects.get(id=version.id), folder=again)
+        writing.dataset_version_write(version=DatasetVersion.objects.get(id=version.id), folder=again)
         assert folder_bytes(again) == original
 
-    check = services.dataset_version_verify(version=version)
+    check = writing.dataset_version_verify(version=version)
     assert check.identical and check.differing == []
 
 
@@ -133,7 +133,7 @@ def test_verify_names_the_files_that_differ_when_an_item_changed_since(export_ro
     version = export(dataset_make("drift", formats=("csv", "chat_jsonl")))
     FeedbackItem.objects.filter(id=item.id).update(comment="changed after the export")
 
-    check = services.dataset_version_verify(version=version)
+    check = writing.dataset_version_verify(version=version)
 
     assert not check.identical
     assert check.differing == ["README.md", "items.csv", "manifest.json"]
@@ -148,7 +148,7 @@ def test_a_missing_version_folder_is_restored_by_verify(export_root):
         path.unlink()
     folder.rmdir()
 
-    check = services.dataset_version_verify(version=version)
+    check = writing.dataset_version_verify(version=version)
 
     assert check.restored and folder_bytes(folder) == original
 
@@ -284,11 +284,11 @@ def test_the_export_reads_items_in_chunks_without_a_query_per_item(
     export(eval_set)
     dataset = dataset_make("chunked", formats=ALL_FORMATS)
     monkeypatch.setattr(selectors, "CHUNK_SIZE", 10)
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
 
     # 6 chunks: items and their labels, one progress write each; the rest is fixed.
     with django_assert_max_num_queries(45):
-        version = services.export_run_execute(run_id=run.id)
+        version = runs.export_run_execute(run_id=run.id)
 
     assert version.item_count == 60
 
@@ -298,10 +298,10 @@ def test_the_export_reads_items_in_chunks_without_a_query_per_item(
 
 def test_a_second_run_of_a_dataset_is_refused_while_the_first_is_active(export_root, no_broker):
     dataset = dataset_make("busy")
-    first = services.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER)
+    first = runs.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER)
 
-    with pytest.raises(services.ExportAlreadyRunning) as refused:
-        services.export_run_start(dataset=dataset, trigger=Trigger.SCHEDULE, enqueue=False)
+    with pytest.raises(runs.ExportAlreadyRunning) as refused:
+        runs.export_run_start(dataset=dataset, trigger=Trigger.SCHEDULE, enqueue=False)
 
     assert refused.value.run == first
     assert ExportRun.objects.count() == 1
@@ -309,7 +309,7 @@ def test_a_second_run_of_a_dataset_is_refused_while_the_first_is_active(export_r
     with pytest.raises(IntegrityError), transaction.atomic():
         ExportRun.objects.create(dataset=dataset, trigger=Trigger.API)
     other = dataset_make("other")
-    assert services.export_run_start(dataset=other, trigger=Trigger.REVIEWER).status == "queued"
+    assert runs.export_run_start(dataset=other, trigger=Trigger.REVIEWER).status == "queued"
 
 
 def test_the_run_is_queued_after_commit_and_a_redelivered_task_does_nothing(
@@ -318,12 +318,12 @@ def test_the_run_is_queued_after_commit_and_a_redelivered_task_does_nothing(
     item_make()
     dataset = dataset_make("queued")
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER)
+        run = runs.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER)
         assert no_broker == []
     assert no_broker == [run.id]
 
-    assert services.export_run_execute(run_id=run.id) is not None
-    assert services.export_run_execute(run_id=run.id) is None
+    assert runs.export_run_execute(run_id=run.id) is not None
+    assert runs.export_run_execute(run_id=run.id) is None
     assert DatasetVersion.objects.count() == 1
 
 
@@ -336,9 +336,9 @@ def test_a_failed_run_is_marked_failed_with_its_error_and_leaves_no_version(expo
         raise OSError("disk full")
 
     monkeypatch.setattr(formats.ParquetWriter, "write", broken)
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(OSError, match="disk full"):
-        services.export_run_execute(run_id=run.id)
+        runs.export_run_execute(run_id=run.id)
 
     run.refresh_from_db()
     assert run.status == "failed" and run.active is None and "OSError: disk full" in run.error
@@ -351,17 +351,17 @@ def test_a_failed_run_is_marked_failed_with_its_error_and_leaves_no_version(expo
 def test_a_failure_after_the_rename_removes_the_renamed_folder_and_records_nothing(export_root, monkeypatch):
     item_make()
     dataset = dataset_make("late-failure")
-    real_fsync = services._fsync
+    real_fsync = writing.fsync
 
     def fsync(path):
         if path == export_root / "late-failure":  # the step right after the rename
             raise OSError("I/O error")
         real_fsync(path)
 
-    monkeypatch.setattr(services, "_fsync", fsync)
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    monkeypatch.setattr(writing, "fsync", fsync)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(OSError):
-        services.export_run_execute(run_id=run.id)
+        runs.export_run_execute(run_id=run.id)
 
     assert DatasetVersion.objects.count() == 0 and ExportRun.objects.get().status == "failed"
     assert list((export_root / "late-failure").iterdir()) == []
@@ -375,7 +375,7 @@ def test_a_run_whose_process_died_is_failed_so_the_next_run_can_start(export_roo
         dataset=dataset,
         trigger=Trigger.COMMAND,
         status="running",
-        host=services.HOST,
+        host=runs.HOST,
         pid=dead.pid,
         heartbeat_at=timezone.now(),
     )
@@ -393,10 +393,10 @@ def test_a_run_without_a_heartbeat_for_too_long_is_failed_but_a_live_one_is_kept
     live = ExportRun.objects.create(
         dataset=dataset, trigger=Trigger.API, status="running", host="elsewhere", pid=1, heartbeat_at=timezone.now()
     )
-    assert services.export_runs_reset_stuck() == 0
+    assert runs.export_runs_reset_stuck() == 0
     ExportRun.objects.filter(id=live.id).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
 
-    assert services.export_runs_reset_stuck() == 1
+    assert runs.export_runs_reset_stuck() == 1
     live.refresh_from_db()
     assert live.status == "failed" and live.error == "stopped: no progress from its worker"
 
@@ -422,28 +422,28 @@ def test_the_next_run_removes_what_a_killed_run_left_behind(export_root):
 
 def test_the_name_and_purpose_are_fixed_once_a_version_exists(export_root):
     dataset = dataset_make("fixed")
-    services.dataset_update(dataset=dataset, patch=DatasetPatch(name="renamed"))
+    datasets.dataset_update(dataset=dataset, patch=DatasetPatch(name="renamed"))
     assert Dataset.objects.get(id=dataset.id).name == "renamed"
     export(dataset)
 
     for patch, field in ((DatasetPatch(name="again"), "name"), (DatasetPatch(purpose="eval"), "purpose")):
-        with pytest.raises(services.DatasetRefused) as refused:
-            services.dataset_update(dataset=dataset, patch=patch)
+        with pytest.raises(datasets.DatasetRefused) as refused:
+            datasets.dataset_update(dataset=dataset, patch=patch)
         assert refused.value.field == field
-    services.dataset_update(dataset=dataset, patch=DatasetPatch(description="Still editable."))
+    datasets.dataset_update(dataset=dataset, patch=DatasetPatch(description="Still editable."))
     assert Dataset.objects.get(id=dataset.id).description == "Still editable."
 
 
 def test_unknown_categories_and_sources_are_refused_with_their_path():
-    with pytest.raises(services.DatasetRefused) as refused:
+    with pytest.raises(datasets.DatasetRefused) as refused:
         dataset_make("bad", filters={"categories": [12345]})
     assert refused.value.field == "filters.categories[0]" and refused.value.status == 422
     source_get("known")
-    with pytest.raises(services.DatasetRefused) as refused:
+    with pytest.raises(datasets.DatasetRefused) as refused:
         dataset_make("bad", filters={"sources": ["known", "unknown"]})
     assert refused.value.field == "filters.sources[1]"
     dataset_make("taken")
-    with pytest.raises(services.DatasetRefused) as refused:
+    with pytest.raises(datasets.DatasetRefused) as refused:
         dataset_make("taken")
     assert refused.value.status == 409 and refused.value.field == "name"
     assert Dataset.objects.count() == 1
@@ -456,13 +456,13 @@ def test_deleting_a_dataset_removes_its_versions_schedule_and_files(export_root,
 
     item_make()
     dataset = dataset_make("doomed")
-    services.dataset_schedule_set(dataset=dataset, schedule=ScheduleIn(cron="0 3 * * *"))
+    datasets.dataset_schedule_set(dataset=dataset, schedule=ScheduleIn(cron="0 3 * * *"))
     export(dataset)
     with django_capture_on_commit_callbacks(execute=True):
-        services.dataset_delete(dataset=dataset)
+        datasets.dataset_delete(dataset=dataset)
 
     assert not Dataset.objects.exists() and not DatasetVersion.objects.exists()
-    assert not PeriodicTask.objects.filter(task=services.SCHEDULED_TASK).exists()
+    assert not PeriodicTask.objects.filter(task=datasets.SCHEDULED_TASK).exists()
     assert not (export_root / "doomed").exists()
 
 
@@ -475,12 +475,12 @@ def test_a_run_that_cannot_be_queued_fails_at_once_with_the_reason(export_root, 
     monkeypatch.setattr("exports.tasks.export_run.apply_async", unreachable)
     dataset = dataset_make("no-broker")
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER)
+        run = runs.export_run_start(dataset=dataset, trigger=Trigger.REVIEWER)
 
     run.refresh_from_db()
     assert run.status == "failed" and run.active is None
     assert run.error == "the task queue is unreachable (OperationalError); export again later"
-    assert services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False).status == "queued"
+    assert runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False).status == "queued"
 
 
 def test_a_threshold_outside_zero_to_one_is_refused(settings):

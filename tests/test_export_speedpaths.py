@@ -6,7 +6,7 @@ import json
 import orjson
 import pytest
 
-from exports import formats, records, services
+from exports import formats, records, runs, writing
 from exports.formats import _json_text, json_bytes, json_line, json_text
 from exports.models import DatasetVersion, ExportRun, Trigger
 from exports.written import WrittenStrings
@@ -171,7 +171,7 @@ def test_every_jsonl_line_of_an_export_is_byte_for_byte_what_json_writes(export_
             label_make(item, hint="Open the file the user named.", corrected_response=f"Renamed foo{n}.")
     names = ["chat_jsonl", "preference_jsonl", "kto_jsonl", "coaching_jsonl", "hints_jsonl", "eval_jsonl", "inspect_jsonl"]
     version = export(dataset_make("bytes", formats=names))
-    folder = services.version_folder(version=version)
+    folder = writing.version_folder(version=version)
     lines = 0
     for name in ("chat", "preference", "kto", "coaching", "hints", "eval", "inspect"):
         for line in (folder / f"{name}.jsonl").read_bytes().splitlines(keepends=True):
@@ -197,9 +197,9 @@ def test_a_leak_in_a_string_only_a_format_makes_fails_the_version_naming_that_fi
 
     monkeypatch.setattr(formats.HintsWriter, "lines_of", classmethod(leaky))
     dataset = dataset_make("derived-leak", formats=("hints_jsonl", "eval_jsonl"))
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.UnscrubbedOutput) as failure:
-        services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnscrubbedOutput) as failure:
+        runs.export_run_execute(run_id=run.id)
     assert str(failure.value) == "the export files still hold unscrubbed text: aws_access_key in hints.jsonl"
     assert DatasetVersion.objects.count() == 0
     assert list((export_root / "derived-leak").iterdir()) == []
@@ -217,9 +217,9 @@ def test_a_leak_in_a_cross_item_pair_written_at_close_fails_the_version(export_r
         lambda record, **kwargs: _with_output(scrub_record(record, **kwargs), f"key {AWS_KEY}"),
     )
     dataset = dataset_make("pair-leak", formats=("preference_jsonl",))
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.UnscrubbedOutput, match="aws_access_key in preference.jsonl"):
-        services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnscrubbedOutput, match="aws_access_key in preference.jsonl"):
+        runs.export_run_execute(run_id=run.id)
 
 
 def _with_output(record, text):
@@ -240,9 +240,9 @@ def test_a_file_that_does_not_read_back_fails_the_version_and_leaves_nothing(exp
 
     monkeypatch.setattr(formats.JsonlWriter, "close", close_then_damage)
     dataset = dataset_make("damaged", formats=("eval_jsonl", "csv"))
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.UnreadableOutput, match=r"eval.jsonl does not read back: \d+ bytes on disk"):
-        services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnreadableOutput, match=r"eval.jsonl does not read back: \d+ bytes on disk"):
+        runs.export_run_execute(run_id=run.id)
     run.refresh_from_db()
     assert run.status == ExportRun.Status.FAILED and "UnreadableOutput" in run.error
     assert DatasetVersion.objects.count() == 0
@@ -260,9 +260,9 @@ def test_a_parquet_file_with_fewer_rows_than_written_fails_the_version(export_ro
         flush(self)
 
     monkeypatch.setattr(formats.ParquetWriter, "_flush", drop_last)
-    run = services.export_run_start(dataset=dataset_make("short", formats=("parquet",)), trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.UnreadableOutput, match="items.parquet does not read back: 1 rows"):
-        services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset_make("short", formats=("parquet",)), trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnreadableOutput, match="items.parquet does not read back: 1 rows"):
+        runs.export_run_execute(run_id=run.id)
 
 
 @pytestmark_db

@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from exports import services, tasks
+from exports import datasets, runs, tasks
 from exports.models import DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import ScheduleIn
 from feedback.services import api_token_create
@@ -16,7 +16,7 @@ FORMATS = ("csv", "chat_jsonl", "hints_jsonl", "parquet")
 
 def scheduled(name: str, *, mode: str = "snapshot"):
     dataset = dataset_make(name, formats=FORMATS)
-    services.dataset_schedule_set(dataset=dataset, schedule=ScheduleIn(cron="0 3 * * *", mode=mode))
+    datasets.dataset_schedule_set(dataset=dataset, schedule=ScheduleIn(cron="0 3 * * *", mode=mode))
     return dataset
 
 
@@ -25,8 +25,8 @@ def run_of(dataset) -> ExportRun:
 
 
 def start_and_execute(dataset, *, mode: str = Mode.SNAPSHOT, force: bool = False) -> tuple[ExportRun, DatasetVersion]:
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, mode=mode, force=force, enqueue=False)
-    version = services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, mode=mode, force=force, enqueue=False)
+    version = runs.export_run_execute(run_id=run.id)
     run.refresh_from_db()
     return run, version
 
@@ -167,7 +167,7 @@ def test_the_api_answers_an_unchanged_run_with_the_version_it_matched(export_roo
     def export_via_api(body: dict) -> dict:
         answer = client.post(f"/api/v1/datasets/{dataset.id}/exports", body, content_type="application/json")
         assert answer.status_code == 202, answer.content
-        services.export_run_execute(run_id=answer.json()["id"])
+        runs.export_run_execute(run_id=answer.json()["id"])
         return client.get(f"/api/v1/datasets/{dataset.id}/exports/{answer.json()['id']}").json()
 
     unchanged = export_via_api({})

@@ -238,9 +238,9 @@ def test_the_status_row_stops_polling_when_done_and_links_the_files(reviewer, ex
     polled = reviewer.get(url, headers={"HX-Request": "true"})
     assert "hx-get" in polled.content.decode() and "HX-Refresh" not in polled
 
-    from exports import services
+    from exports import runs
 
-    services.export_run_execute(run_id=run.id)
+    runs.export_run_execute(run_id=run.id)
     # The poll that sees the new version reloads the page, so its table lists it too.
     assert reviewer.get(url, headers={"HX-Request": "true"})["HX-Refresh"] == "true"
     response = reviewer.get(url)

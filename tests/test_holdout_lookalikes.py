@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from exports import holdout, services
+from exports import holdout, runs
 from exports.models import DatasetVersion, ExportRun, Trigger
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
@@ -300,10 +300,10 @@ def test_a_train_export_fails_with_the_reason_when_an_unembedded_eval_item_canno
     eval_export(eval_item)
     monkeypatch.setenv("EMBEDDING_BACKEND", "no-such-backend")
     dataset = dataset_make("train-set", formats=("chat_jsonl", "csv"), filters={"model_versions": ["2.1"]})
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
 
     with pytest.raises(holdout.HeldOutUncheckable):
-        services.export_run_execute(run_id=run.id)
+        runs.export_run_execute(run_id=run.id)
 
     run.refresh_from_db()
     assert run.status == ExportRun.Status.FAILED

@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from exports.services import version_folder
+from exports.writing import version_folder
 from feedback import services
 from feedback.models import FeedbackItem, ImportRun, Source
 from feedback.schemas import ReportIn

@@ -5,8 +5,7 @@ import json
 import pytest
 
 from config.celery import app as celery_app
-from exports import formats
-from exports import services as export_services
+from exports import formats, runs
 from exports.models import DatasetVersion, Trigger
 from notifications import services
 from notifications.models import Delivery, Event, Notification
@@ -39,8 +38,8 @@ def test_an_export_that_makes_a_version_announces_it_once(export_root, slack, dj
         item_make()
     dataset = dataset_make("wrong-files", formats=("csv",))
     with django_capture_on_commit_callbacks(execute=True):
-        run = export_services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-        version = export_services.export_run_execute(run_id=run.id)
+        run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+        version = runs.export_run_execute(run_id=run.id)
     assert version.number == 1
     notification = Notification.objects.get(event=Event.EXPORT_VERSION)
     assert notification.dedup_key == f"export.version:{version.id}"
@@ -51,8 +50,8 @@ def test_an_export_that_makes_a_version_announces_it_once(export_root, slack, dj
     ]
     # Unchanged data makes no version, and no message.
     with django_capture_on_commit_callbacks(execute=True):
-        again = export_services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-        export_services.export_run_execute(run_id=again.id)
+        again = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+        runs.export_run_execute(run_id=again.id)
     assert DatasetVersion.objects.count() == 1 and len(slack.requests) == 1
 
 
@@ -67,9 +66,9 @@ def test_a_failed_export_announces_its_scrubbed_error_and_leaves_no_version(
 
     monkeypatch.setattr(formats.ParquetWriter, "write", broken)
     with django_capture_on_commit_callbacks(execute=True):
-        run = export_services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+        run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
         with pytest.raises(OSError, match="disk full"):
-            export_services.export_run_execute(run_id=run.id)
+            runs.export_run_execute(run_id=run.id)
     assert DatasetVersion.objects.count() == 0
     (text,) = texts(slack)
     assert text.startswith("Export of dataset fails failed: OSError: disk full")
@@ -86,8 +85,8 @@ def test_a_broken_outbox_never_fails_the_export_it_reports_on(export_root, monke
 
     monkeypatch.setattr(services.Notification.objects, "create", outbox_broken)
     dataset = dataset_make("still-exports", formats=("csv",))
-    run = export_services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    version = export_services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    version = runs.export_run_execute(run_id=run.id)
     assert version is not None and version.number == 1
     assert Notification.objects.count() == 0 and Delivery.objects.count() == 0
 

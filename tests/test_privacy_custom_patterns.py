@@ -203,8 +203,7 @@ def test_every_export_format_applies_every_sources_patterns(export_root, no_brok
 
 
 def test_the_export_self_check_knows_the_custom_patterns(export_root, no_broker, acme, monkeypatch):
-    from exports import records
-    from exports import services as export_services
+    from exports import records, runs, writing
     from exports.models import Trigger
 
     export_helpers.item_make(source=acme, comment=f"It ran on {HOST}.")
@@ -213,9 +212,9 @@ def test_the_export_self_check_knows_the_custom_patterns(export_root, no_broker,
     monkeypatch.setattr(records, "scrub_record", lambda record, **kwargs: scrub_record(record))
     dataset = export_helpers.dataset_make("leaky", formats=("csv",))
 
-    run = export_services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(export_services.UnscrubbedOutput, match="custom:hostname"):
-        export_services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnscrubbedOutput, match="custom:hostname"):
+        runs.export_run_execute(run_id=run.id)
     assert DatasetVersion.objects.count() == 0
 
 

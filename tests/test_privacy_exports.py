@@ -5,7 +5,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from exports import records, services
+from exports import records, runs, writing
 from exports.models import DatasetVersion, ExportRun, Trigger
 from tests.export_factories import dataset_make, export, item_make, label_make
 
@@ -91,9 +91,9 @@ def test_a_row_that_slips_past_the_scrubber_fails_the_version_and_leaves_nothing
     dataset = dataset_make("leaky", formats=("eval_jsonl", "csv", "parquet"))
     monkeypatch.setattr(records, "scrub_record", lambda record, **kwargs: record)
 
-    run = services.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.UnscrubbedOutput, match="unscrubbed") as failure:
-        services.export_run_execute(run_id=run.id)
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    with pytest.raises(writing.UnscrubbedOutput, match="unscrubbed") as failure:
+        runs.export_run_execute(run_id=run.id)
 
     message = str(failure.value)
     for name in ("aws_access_key", "github_token", "email", "home_path_unix"):

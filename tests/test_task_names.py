@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from config.celery import app
-from exports import services as export_services
+from exports import datasets
 from feedback import tasks as feedback_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def test_every_task_declares_its_own_path_as_name_and_a_queue():
 def test_every_name_the_project_refers_to_is_a_registered_task():
     app.loader.import_default_modules()
     referred = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    referred |= {feedback_tasks.ASSIGN_TASK, feedback_tasks.CHECK_TASK, export_services.SCHEDULED_TASK}
+    referred |= {feedback_tasks.ASSIGN_TASK, feedback_tasks.CHECK_TASK, datasets.SCHEDULED_TASK}
     missing = sorted(name for name in referred if name not in app.tasks)
     assert missing == []
     assert set(declared_tasks()) <= set(app.tasks)

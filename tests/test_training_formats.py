@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from exports import services
+from exports import writing
 from exports.formats import WRITERS
 from tests.export_factories import dataset_make, export, item_make, label_make
 
@@ -242,7 +242,7 @@ def test_up_and_down_answers_to_the_same_prompt_become_dpo_pairs_in_a_stable_ord
     assert applied["prompt"].endswith("<|assistant|>") and "Removed the race" in applied["chosen"]
     assert "Retried it 3 times." in applied["rejected"]
     # The app checks a version by writing it again: the pairs come back byte for byte.
-    check = services.dataset_version_verify(version=version)
+    check = writing.dataset_version_verify(version=version)
     assert check.identical, check.differing
 
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from exports import selectors, services
+from exports import selectors, writing
 from exports.member_states import text_hash
 from exports.models import DatasetVersion, DatasetVersionItem
 from feedback.models import FeedbackItem
@@ -287,7 +287,7 @@ def test_verify_still_rewrites_a_recorded_version_byte_for_byte(export_root):
     label_make(item, hint="Edit utils.py, as asked.", corrected_response="Renamed foo in utils.py.")
     version = export(dataset_make("verified", formats=("hints_jsonl", "chat_jsonl", "csv")))
 
-    check = services.dataset_version_verify(version=version)
+    check = writing.dataset_version_verify(version=version)
 
     assert check.identical and check.differing == []
 

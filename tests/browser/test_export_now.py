@@ -83,10 +83,10 @@ def test_the_status_row_follows_a_run_to_done_and_then_stops_asking(page, review
     page.locator("#export-stage", has_text="writing files").wait_for()
     assert page.locator("#export-progress").get_attribute("value") == "50"
 
-    from exports import services
+    from exports import runs
 
     ExportRun.objects.filter(id=run.id).update(status="queued")
-    services.export_run_execute(run_id=run.id)
+    runs.export_run_execute(run_id=run.id)
     page.locator("#export-state", has_text="Done").wait_for()
     assert page.locator("#export-progress").get_attribute("value") == "100"
     # The page reloads once with the new version: in the table, not only in the status row.

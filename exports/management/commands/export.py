@@ -8,7 +8,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from exports import services
+from exports import runs, writing
 from exports.models import Dataset, ExportRun, Mode, Trigger
 
 
@@ -39,7 +39,7 @@ class Command(BaseCommand):
             return self.verify(found, verify)
         started = time.monotonic()
         try:
-            run = services.export_run_start(
+            run = runs.export_run_start(
                 dataset=found,
                 trigger=Trigger.COMMAND,
                 made_by="command",
@@ -47,10 +47,10 @@ class Command(BaseCommand):
                 force=force,
                 enqueue=False,
             )
-        except services.ExportAlreadyRunning as running:
+        except runs.ExportAlreadyRunning as running:
             raise CommandError(str(running)) from None
         try:
-            version = services.export_run_execute(run_id=run.id)
+            version = runs.export_run_execute(run_id=run.id)
         except Exception as exc:
             raise CommandError(f"export failed: {type(exc).__name__}: {exc}") from exc
         if version is None:
@@ -61,21 +61,21 @@ class Command(BaseCommand):
                 f"{found.name}: unchanged since v{version.number}, no version made (--force makes one) "
                 f"| {time.monotonic() - started:.1f}s"
             )
-            self.stdout.write(str(services.version_folder(version=version)))
+            self.stdout.write(str(writing.version_folder(version=version)))
             return
         held = version.held_out.get("total", 0)
         self.stdout.write(
             f"{found.name} v{version.number}: {version.item_count} items, {held} held out, "
             f"{len(version.files) + 1} files | {time.monotonic() - started:.1f}s"
         )
-        self.stdout.write(str(services.version_folder(version=version)))
+        self.stdout.write(str(writing.version_folder(version=version)))
 
     def verify(self, dataset: Dataset, number: int) -> None:
         version = dataset.versions.filter(number=number).first()
         if version is None:
             raise CommandError(f"{dataset.name} has no version {number}")
-        check = services.dataset_version_verify(version=version)
-        folder = services.version_folder(version=version)
+        check = writing.dataset_version_verify(version=version)
+        folder = writing.version_folder(version=version)
         if not check.identical:
             raise CommandError(f"{dataset.name} v{number} differs when written again: {', '.join(check.differing)}")
         self.stdout.write(
