@@ -5,7 +5,7 @@ Builds the demo signals in memory exactly as `demo_load` turns them into rows
 item's text as the pipeline does (`feedback.text.embed_text`: evidence for
 vague comments, scrubbing, masking), embeds the texts with the project's
 embedder and clusters the items a cluster run clusters (reports and every
-thumbs-down with some text) with `labeling.clustering.cluster_vectors`,
+thumbs-down with some text) with `labeling.clustering.algorithm.cluster_vectors`,
 without telling it the number of themes or areas. No database is touched.
 
     python bench/cluster_demo.py [--count 2400] [--seed 7] [--cluster-seed 0]
@@ -58,8 +58,8 @@ from demo.signals import rating_item, report_item  # noqa: E402
 from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.models import FeedbackItem, Source  # noqa: E402
 from feedback.text import embed_text  # noqa: E402
-from labeling.clustering import cluster_vectors, name_clusters  # noqa: E402
-from labeling.services import cluster_params  # noqa: E402
+from labeling.clustering.algorithm import cluster_vectors, name_clusters  # noqa: E402
+from labeling.clustering.services import cluster_params  # noqa: E402
 
 # What names a repository rather than a behaviour: no category name may hold one.
 IDENTIFIER = re.compile(r"[\w-]+\.[a-z]{1,5}\b|\w+_\w+|[a-z]+[A-Z]\w*|/|\d")
@@ -109,7 +109,7 @@ def demo_items(*, count: int, seed: int) -> tuple[list[str], np.ndarray, list[st
             item = report_item(source=form, payload=signal.payload, receipt_id=receipt_id)
         else:
             item = rating_item(source=product, payload=signal.payload, receipt_id=receipt_id)
-        # labeling.services.clusterable_failures: reports and every thumbs-down that has some text.
+        # labeling.clustering.services.clusterable_failures: reports and every thumbs-down that has some text.
         if not (item.kind == FeedbackItem.Kind.REPORT or item.rating == -1):
             continue
         text = embed_text(item)  # the demo's sources add no custom patterns

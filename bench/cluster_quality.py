@@ -48,11 +48,14 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score  # noqa: E402
+from sklearn.metrics import (  # noqa: E402
+    adjusted_rand_score,
+    normalized_mutual_info_score,
+)
 
 from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.text import embed_text  # noqa: E402
-from labeling.clustering import (  # noqa: E402
+from labeling.clustering.algorithm import (  # noqa: E402
     ASSIGN_THRESHOLD,
     ClusterParams,
     assign_to_nearest,

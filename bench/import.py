@@ -46,7 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import ingest  # noqa: E402  (the signed-batch load generator and the gunicorn runner)
+from bench import (
+    ingest,  # noqa: E402  (the signed-batch load generator and the gunicorn runner)
+)
 
 SMALL = 100_000
 

@@ -48,7 +48,7 @@ def main() -> None:
     category = Category.objects.order_by("-size").first()
     item = FeedbackItem.objects.order_by("-id").first()
     far_category = far_category_from(item)
-    from labeling.keyset import cursor_of
+    from labeling.search.keyset import cursor_of
 
     # The link "Older" leads to from the 500th page: the same depth by keyset.
     deep = FeedbackItem.objects.order_by("-occurred_at", "-id")[min(499 * 50, args.n) - 1]
@@ -113,7 +113,7 @@ def far_category_from(item):
 def warm_meaning() -> None:
     """Load the vector index and the model once, as a long-running server has; print what that took."""
     from feedback.vector_index import shared_index
-    from labeling import meaning
+    from labeling.search import meaning
 
     started = time.perf_counter()
     shared_index()
@@ -124,7 +124,7 @@ def warm_meaning() -> None:
 
 def query_embedding_figures() -> None:
     """Embedding a query text not searched before: the part of a new search by meaning the figures above leave out."""
-    from labeling import meaning
+    from labeling.search import meaning
 
     # Distinct words, not numbers: numbers are masked, which would make the texts equal (and cached).
     subjects = ["suite", "linter", "build", "deploy", "migration", "benchmark", "checks", "pipeline", "tests", "job"]
@@ -141,8 +141,8 @@ def query_embedding_figures() -> None:
 def meaning_ranking_figures(viewer, item, far_category, *, repeat: int) -> None:
     """The ranking alone (index product, filter checks by id, no page rendering): what search by meaning adds."""
     from feedback.vector_index import shared_index
-    from labeling import meaning
-    from labeling.selectors import SearchFilters
+    from labeling.search import meaning
+    from labeling.search.selectors import SearchFilters
 
     text_vector = meaning.query_vector("it claimed the tests passed but never ran them")
     item_vector = shared_index().vector_of_item(item.id)

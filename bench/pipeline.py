@@ -70,7 +70,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import ingest  # noqa: E402  (the raw-socket load generator, the gunicorn runner, the environment)
+from bench import (
+    ingest,  # noqa: E402  (the raw-socket load generator, the gunicorn runner, the environment)
+)
 
 # Each event's comment is one of these combinations, so the texts are distinct and about 12 words long.
 VERBS = ("rewrote", "deleted", "renamed", "skipped", "ignored", "duplicated", "reverted", "mocked", "disabled",

@@ -70,7 +70,7 @@ def fill(n: int, *, categories: int = 150, seed: int = 0) -> np.ndarray:
         Assignment.objects.bulk_create(
             Assignment(item=item, category=category_rows[theme[i]], confidence=0.8) for i, item in zip(chunk, items)
         )
-    from labeling.services import categories_refresh_sizes
+    from labeling.clustering.services import categories_refresh_sizes
 
     categories_refresh_sizes()
     from labeling.counts import counts_compact

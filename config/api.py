@@ -20,7 +20,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from core.api import EXTRA_COMPONENTS, ApiError
 from exports.api import router as exports_router
 from feedback.api import router as feedback_router
-from labeling.api import router as labeling_router
+from labeling.compare.api import router as labeling_router
 
 
 class FeedbackApi(NinjaAPI):

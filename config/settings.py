@@ -364,7 +364,7 @@ LOGGING = {
 ASSIGN_SIMILARITY_THRESHOLD = env_float("ASSIGN_SIMILARITY_THRESHOLD", 0.65)
 CATEGORY_MATCH_SIMILARITY = env_float("CATEGORY_MATCH_SIMILARITY", 0.8)
 CLUSTER_RUN_STUCK_SECONDS = env_int("CLUSTER_RUN_STUCK_SECONDS", 15 * 60)
-# How coarse categories are (labeling.clustering.ClusterParams; the defaults
+# How coarse categories are (labeling.clustering.algorithm.ClusterParams; the defaults
 # suit banking77). Feedback whose wording varies more within one failure mode
 # may want coarser ones: bench/cluster_demo.py measures the demo corpus.
 CLUSTER_MERGE_THRESHOLD = env_float("CLUSTER_MERGE_THRESHOLD", 0.045, low=0.001, high=1.0)

@@ -14,7 +14,7 @@ from exports.models import Dataset, Trigger
 from exports.schemas import DatasetIn
 from feedback.models import FeedbackItem
 from labeling.models import Label
-from labeling.review_services import label_save
+from labeling.review.services import label_save
 
 DEMO_REVIEWER = "demo-reviewer"
 # Enough labelled runs for every labelled format to show a few rows, few enough to leave the queue to the user.

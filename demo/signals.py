@@ -10,7 +10,7 @@ from demo.corpus import DemoSignal
 from feedback import services
 from feedback.models import FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn
-from labeling import services as labeling_services
+from labeling.clustering import services as labeling_services
 
 CHUNK_SIZE = 500
 EMBED_CHUNK = 256

@@ -14,7 +14,7 @@ from exports.schemas import (
     NAME_PATTERN,
 )
 from labeling.models import Label
-from labeling.review_services import LABEL_TAGS
+from labeling.review.services import LABEL_TAGS
 
 FORMAT_LABELS = {
     "chat_jsonl": "Chat JSONL (messages ending in a corrected response or a thumbs-up output)",

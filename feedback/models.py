@@ -45,7 +45,9 @@ class Source(models.Model):
 
     def clean(self) -> None:
         super().clean()
-        from feedback.scrubber import validate_custom_patterns  # the scrubber is large; models stay light
+        from feedback.scrubber import (
+            validate_custom_patterns,  # the scrubber is large; models stay light
+        )
 
         rows = self.scrub_patterns or []
         if not isinstance(rows, list) or not all(

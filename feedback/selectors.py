@@ -3,8 +3,8 @@
 from django.utils import timezone
 
 from feedback.models import ApiToken, Source
-from feedback.vector_index import Neighbour
 from feedback.services import token_hash
+from feedback.vector_index import Neighbour
 
 
 class TokenRefused(Exception):

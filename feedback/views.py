@@ -8,7 +8,6 @@ from feedback import services
 from feedback.forms import ReportForm
 from feedback.schemas import ReportIn
 
-
 FILED_SESSION_KEY = "report_filed"
 
 

@@ -2,7 +2,8 @@
 
 from celery import shared_task
 
-from labeling import counts, services
+from labeling import counts
+from labeling.clustering import services
 from labeling.models import ClusterRun
 
 
@@ -14,7 +15,7 @@ def assign_items(item_ids: list[int]) -> int:
 
 @shared_task(name="labeling.tasks.run_clustering", queue="default")
 def run_clustering(run_id: int) -> None:
-    """Execute one queued cluster run (steps: labeling.services.cluster_run_execute)."""
+    """Execute one queued cluster run (steps: labeling.clustering.services.cluster_run_execute)."""
     services.cluster_run_execute(run_id=run_id)
 
 

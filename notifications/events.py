@@ -98,7 +98,9 @@ def export_version_made(*, version, run) -> Notification | None:
 @_never_raises
 def export_failed(*, run_id: int) -> Notification | None:
     """An export run ended failed (its error is already recorded on the run)."""
-    from exports.models import ExportRun  # exports builds on notifications' hooks, not the other way
+    from exports.models import (
+        ExportRun,  # exports builds on notifications' hooks, not the other way
+    )
 
     run = ExportRun.objects.select_related("dataset").filter(id=run_id, status=ExportRun.Status.FAILED).first()
     if run is None:
@@ -308,13 +310,13 @@ def _flag(status, level: str, row, *, now: datetime) -> bool:
 def regressions_check(*, today: date | None = None, now: datetime | None = None) -> int:
     """Recompute every pinned comparison; announce each newly flagged area, category or rollout check once.
 
-    Steps: the pins' comparisons (labeling.compare, six queries for all of
+    Steps: the pins' comparisons (labeling.compare.comparison, six queries for all of
     them, the rows per check included); for each area, category and check
     significantly worse on b, start an episode unless one is open; close the
     episodes of rows that stayed unflagged for NOTIFY_REGRESSION_QUIET_DAYS.
     A pin whose window cannot be compared is left as it is.
     """
-    from labeling.compare import pinned_regressions
+    from labeling.compare.comparison import pinned_regressions
 
     now = now or timezone.now()
     quiet = timedelta(days=settings.NOTIFY_REGRESSION_QUIET_DAYS)

@@ -40,7 +40,7 @@ class Check:
     name: str
     title: str
     explanation: str
-    # The reviewer's tag a confirmed flag sets (labeling.review_services.REWARD_HACKING_TAGS), or "".
+    # The reviewer's tag a confirmed flag sets (labeling.review.services.REWARD_HACKING_TAGS), or "".
     tag: str = ""
     # Reward hacking (gaming the grader) or a risky action (harm whatever the grade).
     kind: str = "reward hacking"

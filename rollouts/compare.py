@@ -1,6 +1,6 @@
 """The comparison's rows per rollout check: the share of each side's rollouts a check flagged.
 
-Same statistics as the categories (labeling.compare): rate = rollouts of the
+Same statistics as the categories (labeling.compare.comparison): rate = rollouts of the
 side with a standing flag of the check (pending or confirmed; a dismissed flag
 does not count) / the side's checked rollouts (items with at least one tool
 call) in the window; Newcombe's interval of the difference, the pooled
@@ -9,7 +9,7 @@ their own, beside areas and categories), flagged below ALPHA. A positive
 difference means the newer side ``b`` does it more: a regression.
 
 The compare page loads these rows after it renders (rollouts.views); the
-comparison API and the pinned comparisons take them from labeling.compare,
+comparison API and the pinned comparisons take them from labeling.compare.comparison,
 which imports this module inside its functions only, since this one imports it.
 """
 
@@ -26,7 +26,7 @@ from django.db.models.functions import TruncDate
 
 from core.dates import day_window
 from feedback.models import FeedbackItem
-from labeling import compare
+from labeling.compare import comparison as compare
 from rollouts import selectors
 from rollouts.models import RolloutFlag
 

@@ -192,7 +192,9 @@ def flag_rates_by_version(*, since: date | None = None) -> tuple[list[str], list
 
 
 def _version_key(version: str) -> tuple:
-    from labeling.compare import _version_key as key  # the comparison's order of versions (2.10 after 2.9)
+    from labeling.compare.comparison import (
+        _version_key as key,  # the comparison's order of versions (2.10 after 2.9)
+    )
 
     return key(version)
 

@@ -15,9 +15,14 @@ from feedback.models import FeedbackItem, Source
 from feedback.scrubber import scrub_json
 from labeling.audit import audit_record
 from labeling.models import Label
-from labeling.review_services import LabelRefused, label_save
+from labeling.review.services import LabelRefused, label_save
 from rollouts import checks
-from rollouts.models import CheckedRollout, CustomCheck, RolloutFlag, SourceRolloutSettings
+from rollouts.models import (
+    CheckedRollout,
+    CustomCheck,
+    RolloutFlag,
+    SourceRolloutSettings,
+)
 
 SHOWN_CALL_MAX = 4000
 RESULT_SHOWN_MAX = 600

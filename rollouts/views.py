@@ -15,7 +15,7 @@ from core.ids import id_parse
 from core.redirects import redirect_to_next
 from core.roles import admin_required, reviewer_required
 from feedback.models import FeedbackItem, Source
-from labeling import compare
+from labeling.compare import comparison as compare
 from rollouts import compare as rollout_compare
 from rollouts import selectors, services
 from rollouts.models import CustomCheck, RolloutFlag, SourceRolloutSettings

@@ -6,7 +6,7 @@ import numpy as np
 from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
-from labeling import services
+from labeling.clustering import services
 from labeling.models import Assignment, Category, ClusterRun
 
 THEMES = {

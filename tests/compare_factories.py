@@ -5,7 +5,7 @@ import uuid
 from datetime import UTC, date, datetime, time, timedelta
 
 from feedback.models import FeedbackItem, Source
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Area, Assignment, Category
 from tests.factories import source_make
 

@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling import compare
+from labeling.compare import comparison as compare
 from rollouts import services
 from tests.factories import source_make
 

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from labeling import area_services as services
+from labeling.areas import services
 from labeling.models import Area, Assignment, AuditEvent, Category
 from tests.area_factories import (
     area_make,

@@ -6,9 +6,9 @@ from django.test.utils import CaptureQueriesContext
 
 from exports.models import Dataset
 from feedback.models import FeedbackItem
-from labeling import bulk_services
-from labeling.bulk_selectors import Selection, SelectionRefused
-from labeling.bulk_services import BulkParams, BulkRefused
+from labeling.bulk import services as bulk_services
+from labeling.bulk.selectors import Selection, SelectionRefused
+from labeling.bulk.services import BulkParams, BulkRefused
 from labeling.models import Assignment, AuditEvent, BulkAction, Category, DatasetPin, DoubleReview, Label
 from tests.review_factories import (  # noqa: F401 - fixtures
     admin_user,

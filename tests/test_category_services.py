@@ -1,4 +1,4 @@
-"""labeling.category_services: reviewer decisions on categories, and that cluster runs keep them."""
+"""labeling.categories.services: reviewer decisions on categories, and that cluster runs keep them."""
 
 import uuid
 
@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
-from labeling import category_services, services
+from labeling.categories import services as category_services
+from labeling.clustering import services
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
 from tests.cluster_factories import add_items, blob_vectors, run_clustering
 from tests.factories import source_make

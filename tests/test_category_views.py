@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling import category_selectors as selectors
+from labeling.categories import selectors
 from labeling.models import Assignment, AuditEvent, Category
 from tests.factories import client_for, source_make, user_make
 

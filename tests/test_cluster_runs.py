@@ -8,7 +8,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
-from labeling import services
+from labeling.clustering import services
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
 from tests.cluster_factories import add_items, category_of, run_clustering
 from tests.factories import source_make

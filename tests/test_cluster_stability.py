@@ -11,7 +11,9 @@ from django.utils.html import escape
 
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from labeling import area_services, category_services, services
+from labeling.areas import services as area_services
+from labeling.categories import services as category_services
+from labeling.clustering import services
 from labeling.models import Area, Assignment, AuditEvent, Category
 from tests.cluster_factories import run_clustering
 from tests.factories import user_make

@@ -1,12 +1,12 @@
-"""labeling.clustering on small synthetic data (no database, no Django)."""
+"""labeling.clustering.algorithm on small synthetic data (no database, no Django)."""
 
 from dataclasses import asdict
 
 import numpy as np
 import pytest
 
-from labeling import clustering
-from labeling.clustering import (
+from labeling.clustering import algorithm as clustering
+from labeling.clustering.algorithm import (
     ClusterParams,
     assign_to_nearest,
     cluster_vectors,

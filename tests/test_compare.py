@@ -1,4 +1,4 @@
-"""labeling.compare: per-category comparison of two model versions on synthetic data with a known answer.
+"""labeling.compare.comparison: per-category comparison of two model versions on synthetic data with a known answer.
 
 The planted data set (`planted`): version 1.0 (a) and 1.1 (b), 200 ratings
 each between 2026-11-02 and 2026-11-15. Thumbs-down per category:
@@ -22,7 +22,7 @@ from datetime import date, timedelta
 import pytest
 
 from feedback.models import Source
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Category, SavedComparison
 from tests.compare_factories import END, START, add_items, by_name, params, planted_data
 from tests.factories import source_make

@@ -1,4 +1,4 @@
-"""labeling.compare one level up: each area tested like a category, with its categories inside.
+"""labeling.compare.comparison one level up: each area tested like a category, with its categories inside.
 
 The planted data set (`area_data`): version 1.0 (a) and 1.1 (b), 400 ratings
 each between 2026-11-02 and 2026-11-15. Thumbs-down:
@@ -28,7 +28,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Area, Category
 from tests.compare_factories import END, START, add, area_data
 from tests.factories import source_make, user_make

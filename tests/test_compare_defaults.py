@@ -9,7 +9,7 @@ import pytest
 from django.utils.html import escape
 
 from feedback.models import FeedbackItem
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Category
 from tests.compare_factories import END, START, add_items, area_data, planted_data
 from tests.factories import source_make, user_make

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from demo import corpus as demo_corpus
 from feedback.models import FeedbackItem
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Assignment, Category
 
 pytestmark = pytest.mark.django_db

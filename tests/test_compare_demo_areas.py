@@ -28,8 +28,8 @@ from django.utils import timezone
 from demo import corpus as demo_corpus
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from labeling import compare
-from labeling import services as labeling_services
+from labeling.compare import comparison as compare
+from labeling.clustering import services as labeling_services
 from labeling.models import Area, Assignment, Category, ClusterRun
 
 # The marks also tell pytest-django to create the test database the module fixture writes into.

@@ -6,7 +6,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import SavedComparison
 from tests.compare_factories import END, START, params, planted_data
 from tests.factories import user_make

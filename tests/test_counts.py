@@ -16,8 +16,10 @@ from django.db import connection
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling import category_selectors, counts, selectors
-from labeling.category_services import category_merge
+from labeling import counts
+from labeling.categories import selectors as category_selectors
+from labeling.overview import selectors as overview_selectors
+from labeling.categories.services import category_merge
 from labeling.models import Area, Assignment, Category, CountTotal, DailyCount, DailyCountChange
 from tests.factories import source_make, user_make
 from tests.servers import needs_postgresql
@@ -86,7 +88,7 @@ def test_every_write_path_keeps_the_counts_equal_to_a_recount():
     listed = {c.id: c for c in category_selectors.category_list(filters=category_selectors.CategoryListFilters())}
     assert listed[first.id].n_items == Assignment.objects.filter(category=first).count() == 25
     assert listed[first.id].thumbs_down == Assignment.objects.filter(category=first, item__rating=-1).count()
-    summary = {row["model_version"]: row for row in selectors.version_summary()}
+    summary = {row["model_version"]: row for row in overview_selectors.version_summary()}
     assert summary["2.3"]["ratings"] == 5 and summary[""]["reports"] == 1
 
 

@@ -19,7 +19,8 @@ from django.utils import timezone
 from core.ids import MAX_ID, id_parse
 from exports.models import Dataset
 from feedback.models import Embedding, FeedbackItem
-from labeling import compare, review_services
+from labeling.compare import comparison as compare
+from labeling.review import services as review_services
 from labeling.models import Assignment, Category, DoubleReview, Label, SavedComparison
 from tests.compare_factories import END, START, planted_data
 from tests.factories import post_signed, rating_event, source_make, user_make

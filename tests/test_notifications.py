@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from config.celery import app as celery_app
 from feedback.models import FeedbackItem
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Category, ClusterRun
 from notifications import events, services
 from notifications.models import (

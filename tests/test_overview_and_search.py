@@ -9,7 +9,7 @@ from django.utils import timezone
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub
 from feedback.text import embeddable_text
-from labeling import selectors
+from labeling.overview import selectors as overview_selectors
 from labeling.models import Assignment, Category
 from tests.factories import source_make, user_make
 
@@ -72,7 +72,7 @@ def test_the_daily_volume_of_a_version_is_empty_outside_the_days_it_was_live():
     for days_ago, version in [(9, "2.0"), (7, "2.0"), (3, "2.1"), (0, "2.1")]:
         item(source, f"{version}-{days_ago}", model_version=version, occurred_at=now - timedelta(days=days_ago))
 
-    days, series = selectors.ratings_over_time(days=10, now=now)
+    days, series = overview_selectors.ratings_over_time(days=10, now=now)
 
     volume = {s.label: s.volume for s in series}
     assert volume["2.0"] == [1, 0, 1] + [None] * 7  # a quiet day while live is a real 0

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from labeling.area_selectors import top_areas
+from labeling.areas.selectors import top_areas
 from labeling.models import Area, Category
 from tests.area_factories import area_make, category_make, item_make, unsorted_make
 from tests.factories import client_for, source_make, user_make

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from labeling import services
+from labeling.clustering import services
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
 from labeling.templatetags.audit import pairs
 from tests.cluster_factories import category_of, run_clustering

@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling import review_services
+from labeling.review import services as review_services
 from labeling.models import Assignment, AuditEvent, Category, Label
-from labeling.review_services import LabelRefused, label_save, label_undo
+from labeling.review.services import LabelRefused, label_save, label_undo
 from tests.factories import client_for
 from tests.review_factories import (  # noqa: F401 (fixtures)
     category_make,

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from labeling import review_selectors
+from labeling.review import selectors as review_selectors
 from labeling.models import Area, Assignment, Category, DoubleReview, Label
 from tests.factories import client_for
 from tests.review_factories import (  # noqa: F401 (fixtures)

@@ -3,9 +3,9 @@
 import pytest
 
 from feedback.models import FeedbackItem
-from labeling import review_services
+from labeling.review import services as review_services
 from labeling.models import Assignment, AuditEvent, Category, Label, ReviewLock
-from labeling.review_services import HINT_MAX_LENGTH, LabelRefused, label_save
+from labeling.review.services import HINT_MAX_LENGTH, LabelRefused, label_save
 from tests.review_factories import (  # noqa: F401 (fixtures)
     category_make,
     item_make,
@@ -106,7 +106,7 @@ def test_saving_again_updates_the_one_label_and_audits_only_what_changed(logged_
 
 
 def test_a_cluster_run_keeps_the_reviewers_category(item, reviewer, reviewer_category):
-    from labeling.services import items_assign
+    from labeling.clustering.services import items_assign
 
     label_save(item=item, reviewer=reviewer, verdict="failure", category=reviewer_category)
     items_assign(item_ids=[item.id])

@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from labeling import review_selectors, review_services
+from labeling.review import selectors as review_selectors
+from labeling.review import services as review_services
 from labeling.models import DoubleReview, Label, ReviewLock
 from tests.review_factories import (  # noqa: F401 (fixtures)
     category_make,

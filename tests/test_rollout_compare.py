@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from labeling import compare
+from labeling.compare import comparison as compare
 from rollouts import services
 from rollouts.compare import check_rows, check_rows_json
 from rollouts.models import RolloutFlag

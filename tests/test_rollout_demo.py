@@ -12,9 +12,9 @@ from django.utils import timezone
 from demo import corpus as demo_corpus
 from demo.management.commands.demo_load import DEFAULT_ROLLOUTS
 from feedback.models import FeedbackItem
-from labeling import compare
+from labeling.compare import comparison as compare
 from labeling.models import Assignment, Category, ClusterRun
-from labeling.services import failure_signals
+from labeling.clustering.services import failure_signals
 from rollouts.compare import check_rows
 from rollouts.models import CheckedRollout, RolloutFlag, SourceRolloutSettings
 

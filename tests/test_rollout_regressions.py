@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from labeling import compare
+from labeling.compare import comparison as compare
 from notifications import events
 from notifications import services as notification_services
 from notifications.models import Event, Notification, RegressionWatch

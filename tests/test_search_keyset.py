@@ -1,4 +1,4 @@
-"""Search pages by keyset (labeling.keyset): every item once, in order, whatever arrives meanwhile; bad links refused."""
+"""Search pages by keyset (labeling.search.keyset): every item once, in order, whatever arrives meanwhile; bad links refused."""
 
 import re
 import uuid
@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling.keyset import cursor_of, cursor_parse
+from labeling.search.keyset import cursor_of, cursor_parse
 from tests.factories import source_make, user_make
 
 pytestmark = pytest.mark.django_db

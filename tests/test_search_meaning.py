@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from feedback import custom_patterns, embedder, services, vector_index
 from feedback.models import Embedding, FeedbackItem
-from labeling import meaning, review_services
+from labeling.search import meaning
+from labeling.review import services as review_services
 from labeling.models import Assignment, Category, DoubleReview, Label
 from tests.factories import client_for, source_make, user_make
 

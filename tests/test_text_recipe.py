@@ -13,7 +13,7 @@ from feedback import services
 from feedback.models import FeedbackItem
 from feedback.text import EMBED_RECIPE, embed_text, embeddable_text, is_vague, mask_identifiers
 from labeling.models import Assignment, Category
-from labeling.services import clusterable_failures
+from labeling.clustering.services import clusterable_failures
 from tests.factories import source_make
 
 

@@ -1,5 +1,6 @@
-import feedback.encryption
 from django.db import migrations
+
+import feedback.encryption
 
 
 def encrypt_stored_secrets(apps, schema_editor):

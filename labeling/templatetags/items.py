@@ -1,6 +1,6 @@
 from django import template
 
-from labeling.review_selectors import item_snippet
+from labeling.review.selectors import item_snippet
 
 register = template.Library()
 

@@ -2,9 +2,10 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import feedback.encryption
 from django.conf import settings
 from django.db import migrations, models
+
+import feedback.encryption
 
 
 class Migration(migrations.Migration):

@@ -21,7 +21,7 @@ from demo.datasets import demo_datasets_export
 from demo.rollouts import demo_rollouts_load
 from demo.signals import signals_store, summary_line
 from feedback.models import FeedbackItem
-from labeling import services as labeling_services
+from labeling.clustering import services as labeling_services
 from labeling.models import ClusterRun
 
 # Enough rollouts for 2.2's planted rise in reading git history to be tested and flagged on /compare/ (with 600

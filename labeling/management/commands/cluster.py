@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from labeling import services
+from labeling.clustering import services
 from labeling.models import Category, ClusterRun
 
 

@@ -31,6 +31,7 @@ from feedback import custom_patterns
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub, scrub_json
+from labeling.clustering.services import failure_signals
 from labeling.models import (
     Assignment,
     AuditEvent,
@@ -40,7 +41,6 @@ from labeling.models import (
     ReviewLock,
     Settlement,
 )
-from labeling.services import failure_signals
 
 SUGGESTED_MAX = 9
 SIMILAR_K = 8

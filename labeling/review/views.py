@@ -7,17 +7,16 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.ids import id_parse
 from core.roles import admin_required, is_admin, reviewer_required
-from labeling import review_selectors as selectors
-from labeling import review_services as services
 from labeling.audit import audit_record, audit_trail
-from labeling.forms import DoubleReviewRequestForm, LabelForm
 from labeling.models import Label
+from labeling.review import selectors, services
+from labeling.review.forms import DoubleReviewRequestForm, LabelForm
 
 # Skipped items stay out of a reviewer's queue until the queue runs dry.
 SKIPPED_SESSION_KEY = "review_skipped"
@@ -423,17 +422,3 @@ def agreement_sample(request: HttpRequest) -> HttpResponse:
     else:
         messages.success(request, f"{len(created)} items{where} are waiting for a second review.")
     return redirect("agreement")
-
-
-urlpatterns = [
-    path("items/<int:item_id>/", item_detail, name="item_detail"),
-    path("items/<int:item_id>/similar", item_similar, name="item_similar"),
-    path("items/<int:item_id>/reveal", item_reveal, name="item_reveal"),
-    path("items/<int:item_id>/undo-label", item_label_undo, name="item_label_undo"),
-    path("review/", review_queue, name="review_queue"),
-    path("review/next", review_next, name="review_next"),
-    path("review/skip", review_skip, name="review_skip"),
-    path("agreement/", agreement, name="agreement"),
-    path("agreement/sample", agreement_sample, name="agreement_sample"),
-    path("agreement/settle", agreement_settle, name="agreement_settle"),
-]

@@ -4,10 +4,10 @@ from django import forms
 
 from core.ids import id_parse, is_id
 from feedback.models import FeedbackItem
-from labeling.keyset import cursor_parse
-from labeling.meaning import QUERY_MAX_CHARS
 from labeling.models import Label
-from labeling.selectors import SearchFilters
+from labeling.search.keyset import cursor_parse
+from labeling.search.meaning import QUERY_MAX_CHARS
+from labeling.search.selectors import SearchFilters
 
 WORDS = "words"
 MEANING = "meaning"
@@ -38,7 +38,7 @@ class SearchForm(forms.Form):
     date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     flag = forms.CharField(required=False, max_length=60, label="Rollout flag")
-    # Keyset page links (labeling.keyset): the item a page starts after or ends before.
+    # Keyset page links (labeling.search.keyset): the item a page starts after or ends before.
     after = forms.CharField(required=False, max_length=60, widget=forms.HiddenInput)
     before = forms.CharField(required=False, max_length=60, widget=forms.HiddenInput)
 
@@ -92,7 +92,7 @@ class SearchForm(forms.Form):
         return id_parse(self.cleaned_data.get("like") or "")
 
     def cursors(self) -> dict:
-        """`after` and `before` of a page link, parsed (see labeling.keyset)."""
+        """`after` and `before` of a page link, parsed (see labeling.search.keyset)."""
         return {name: cursor_parse(self.cleaned_data[name]) for name in ("after", "before") if self.cleaned_data.get(name)}
 
     def filters(self) -> SearchFilters:

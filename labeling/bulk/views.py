@@ -10,15 +10,15 @@ nothing.
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.ids import id_parse
 from core.roles import reviewer_required
-from labeling import bulk_selectors, bulk_services
-from labeling.bulk_selectors import SCOPES, Selection, SelectionRefused
-from labeling.bulk_services import BulkParams, BulkRefused
+from labeling.bulk import selectors as bulk_selectors
+from labeling.bulk import services as bulk_services
+from labeling.bulk.selectors import SCOPES, Selection, SelectionRefused
+from labeling.bulk.services import BulkParams, BulkRefused
 
 ORIGIN_PAGES = {"search": "/search/", "category": "/categories/{}/", "area": "/areas/{}/"}
 
@@ -97,12 +97,6 @@ def bulk_undo(request: HttpRequest, action_id: int) -> HttpResponse:
         text += f" {result.kept:,} item{'s' if result.kept != 1 else ''} changed since kept the later change."
     messages.success(request, text)
     return redirect(_next_url(request))
-
-
-urlpatterns = [
-    path("bulk/", bulk_apply, name="bulk_apply"),
-    path("bulk/<int:action_id>/undo", bulk_undo, name="bulk_undo"),
-]
 
 
 def bulk_panel_for(request: HttpRequest, *, scope: str, total: int, scope_id=None, category=None, area=None) -> dict:

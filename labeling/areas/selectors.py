@@ -15,10 +15,10 @@ from django.db.models.functions import Coalesce, Lower
 
 from core.ids import id_parse
 from feedback.models import FeedbackItem
-from labeling.category_selectors import PAGE_SIZE
+from labeling.categories.selectors import PAGE_SIZE
+from labeling.clustering.services import failure_signals
 from labeling.counts import counted
 from labeling.models import Area, Category
-from labeling.services import failure_signals
 
 NO_AREA = "none"  # the ?area= value for categories (or items) in no area
 

@@ -1,35 +1,16 @@
-"""Reviewer pages: the overview and search."""
+"""The search page: items by filters (keyset pages), or by meaning."""
 
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 
-from core.roles import is_reviewer, reviewer_required
-from labeling import area_selectors, meaning, selectors
-from labeling.compare import pinned_regressions
-from labeling.keyset import keyset_page, page_number_parse
-from labeling.search_form import SearchForm
-from labeling.views_bulk import bulk_panel_for
-
-
-@login_required
-def overview(request: HttpRequest) -> HttpResponse:
-    if not is_reviewer(request.user):
-        # Staff without a review role come here to file reports.
-        return redirect("report_new")
-    days, series = selectors.ratings_over_time(days=30)
-    context = {
-        "chart": {"days": days, "series": [vars(s) for s in series]},
-        "versions": selectors.version_summary(),
-        "top_categories": selectors.top_categories(limit=10),
-        "top_areas": area_selectors.top_areas(limit=10),
-        "health": selectors.pipeline_health(),
-        "pinned_comparisons": pinned_regressions(),
-    }
-    return render(request, "labeling/overview.html", context)
+from core.roles import reviewer_required
+from labeling.bulk.views import bulk_panel_for
+from labeling.search import meaning, selectors
+from labeling.search.forms import SearchForm
+from labeling.search.keyset import keyset_page, page_number_parse
 
 
 @reviewer_required

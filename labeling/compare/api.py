@@ -2,7 +2,7 @@
 
 Checks in a fixed order, each stopping at the first problem: who is asking
 (a bearer token, else a reviewer's session), the format, then the
-comparison's own parameters (labeling.compare.compare_params_parse).
+comparison's own parameters (labeling.compare.comparison.compare_params_parse).
 """
 
 from django.http import HttpRequest, HttpResponse
@@ -12,7 +12,7 @@ from pydantic import Field
 from core.api import ApiError, error_responses
 from core.auth import api_caller
 from feedback.models import ApiToken
-from labeling import compare
+from labeling.compare import comparison as compare
 
 router = Router(tags=["compare"])
 
@@ -211,6 +211,6 @@ def compare_versions(
 
 
 # The bulk actions have their own module and tag; they are served under the same /v1 prefix.
-from labeling.api_bulk import router as bulk_router  # noqa: E402
+from labeling.bulk.api import router as bulk_router  # noqa: E402
 
 router.add_router("", bulk_router)

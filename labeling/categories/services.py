@@ -6,7 +6,7 @@ audit event with the values before and after. Reviewer decisions are what a
 cluster run must never undo: a rename sets `named_by_reviewer`, a split
 marks the moved items as placed by a reviewer, a merge leaves the absorbed
 category's centroid in place so later runs still route its cluster to the
-target (see `labeling.services._final`).
+target (see `labeling.clustering.services._final`).
 """
 
 import numpy as np
@@ -15,8 +15,8 @@ from django.db.models import Count
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling import services as labeling_services
 from labeling.audit import audit_record
+from labeling.clustering import services as labeling_services
 from labeling.models import Assignment, Category, ClusterRun, Label
 
 NAME_MAX_LENGTH = Category._meta.get_field("name").max_length
@@ -327,7 +327,7 @@ def cluster_run_request(*, user) -> ClusterRun:
     """A reviewer starts a cluster run; RunAlreadyActive if one is going.
 
     The run and its audit event commit together, and the task is queued only
-    after that commit (labeling.services.cluster_run_start).
+    after that commit (labeling.clustering.services.cluster_run_start).
     """
     run = labeling_services.cluster_run_start(trigger=ClusterRun.Trigger.REVIEWER, user=user)
     audit_record(actor=user, action="started cluster run", details={"run": run.id})

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
 from feedback.text import EMBED_RECIPE
-from labeling import clustering
 from labeling.audit import audit_record
+from labeling.clustering import algorithm as clustering
 from labeling.models import Area, Assignment, Category, ClusterRun
 from notifications import events as notification_events
 

@@ -15,9 +15,10 @@ from django.db.models import Q, QuerySet
 
 from core.ids import id_parse
 from feedback.models import FeedbackItem
-from labeling import area_selectors, category_selectors
+from labeling.areas import selectors as area_selectors
+from labeling.categories import selectors as category_selectors
 from labeling.models import Area, BulkAction, Category, Label
-from labeling.review_services import LABEL_TAGS
+from labeling.review.services import LABEL_TAGS
 
 # Large enough for any category of the demo and most real ones; an action on
 # more is a filter that should be narrowed first (and stays under 2 s of writes).
@@ -60,7 +61,7 @@ def _ids_text(ids: list[int], shown: int = 5) -> str:
 def selection_filter_items(*, selection: Selection, viewer) -> QuerySet[FeedbackItem]:
     """The items a page's filter lists for `viewer`; SelectionRefused if the filter is broken."""
     # Imported here: the search form imports the search selectors, which import the review selectors.
-    from labeling.search_form import SearchForm
+    from labeling.search.forms import SearchForm
 
     params = {key: value for key, value in selection.params.items() if isinstance(value, str)}
     if selection.scope == "search":
@@ -72,7 +73,7 @@ def selection_filter_items(*, selection: Selection, viewer) -> QuerySet[Feedback
         if form.by_meaning():
             items = _nearest_items(form, viewer=viewer)
         else:
-            from labeling.selectors import items_search
+            from labeling.search.selectors import items_search
 
             items = items_search(filters=form.filters(), viewer=viewer)
     elif selection.scope == "category":
@@ -99,7 +100,7 @@ def selection_filter_items(*, selection: Selection, viewer) -> QuerySet[Feedback
 
 def _nearest_items(form, *, viewer) -> QuerySet[FeedbackItem]:
     """A search by meaning lists its nearest items: those are the ones "all matching" takes."""
-    from labeling import meaning
+    from labeling.search import meaning
 
     found = meaning.items_by_meaning(
         filters=form.filters(), text=form.cleaned_data["q"], like_item_id=form.like_item_id(), viewer=viewer

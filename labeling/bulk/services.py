@@ -1,8 +1,8 @@
 """Bulk actions: one change to many items, recorded as one audited, undoable event.
 
-Each action resolves its selection (labeling.bulk_selectors), reads what the
+Each action resolves its selection (labeling.bulk.selectors), reads what the
 items look like now in one query, writes with a few set-based statements
-(UPDATE ... WHERE id IN, and multi-row VALUES lists: labeling.bulk_sql), never a query per item,
+(UPDATE ... WHERE id IN, and multi-row VALUES lists: labeling.bulk.sql), never a query per item,
 and keeps the values it replaced column-wise on the `BulkAction` row. An undo
 puts back only what still holds the value the action wrote: an item someone
 changed since keeps that later change, and the undo says how many it left.
@@ -26,8 +26,8 @@ from django.utils import timezone
 from core.roles import is_admin
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
-from labeling.bulk_selectors import Selection, SelectionRefused, selection_resolve
-from labeling.bulk_sql import rows_insert, rows_update
+from labeling.bulk.selectors import Selection, SelectionRefused, selection_resolve
+from labeling.bulk.sql import rows_insert, rows_update
 from labeling.models import (
     Assignment,
     AuditEvent,
@@ -38,7 +38,7 @@ from labeling.models import (
     Label,
     Settlement,
 )
-from labeling.review_services import LABEL_TAGS, OTHER_TAG_MAX_LENGTH, OTHER_TAGS_MAX
+from labeling.review.services import LABEL_TAGS, OTHER_TAG_MAX_LENGTH, OTHER_TAGS_MAX
 
 Kind = BulkAction.Kind
 LABEL_KINDS = (Kind.VERDICT, Kind.TAGS_ADD, Kind.TAGS_REMOVE, Kind.SPLIT)
@@ -453,7 +453,7 @@ def category_merge_undoable(*, category_id: int, target_id: int, user) -> Catego
     labels and earlier merges), in the same transaction and under the same
     row locks, so the record names exactly what moved.
     """
-    from labeling import category_services
+    from labeling.categories import services as category_services
 
     with transaction.atomic():
         list(Category.objects.select_for_update().filter(id__in=[category_id, target_id]).order_by("id"))

@@ -1,6 +1,6 @@
 """Model-version comparison pages: /compare/ and its saved (pinned) comparisons.
 
-Thin views: parse the query, call labeling.compare, render. A comparison that
+Thin views: parse the query, call labeling.compare.comparison, render. A comparison that
 cannot be made (a missing or unknown version, a bad date) renders the page
 with the form and the error, at the status the API would answer.
 """
@@ -8,12 +8,12 @@ with the form and the error, at the status the API would answer.
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from core.redirects import redirect_to_next
 from core.roles import reviewer_required
-from labeling import compare, counts
+from labeling import counts
+from labeling.compare import comparison as compare
 
 
 def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict, compare.DataWindow | None]:
@@ -111,11 +111,3 @@ def saved_delete(request: HttpRequest, saved_id: int) -> HttpResponse:
     else:
         messages.error(request, "That saved comparison no longer exists.")
     return redirect("compare")
-
-
-urlpatterns = [
-    path("compare/", compare_page, name="compare"),
-    path("compare/saved/", saved_create, name="compare_saved_create"),
-    path("compare/saved/<int:saved_id>/pin", saved_pin, name="compare_saved_pin"),
-    path("compare/saved/<int:saved_id>/delete", saved_delete, name="compare_saved_delete"),
-]

@@ -19,10 +19,10 @@ from django.utils import timezone
 from core.ids import id_parse, is_id
 from core.roles import is_admin
 from feedback.models import FeedbackItem
-from labeling import clustering
+from labeling.clustering import algorithm as clustering
 from labeling.counts import counted, counted_total
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
-from labeling.review_selectors import labels_hidden_from
+from labeling.review.selectors import labels_hidden_from
 
 PAGE_SIZE = 50
 GROWTH_WINDOW = timedelta(days=7)
@@ -61,7 +61,7 @@ class CategoryListFilters:
     search: str = ""
     sort: str = DEFAULT_SORT
     # "" every area, "none" categories in no area, or an area id (as text) that
-    # labeling.area_selectors.area_filter_parse has read.
+    # labeling.areas.selectors.area_filter_parse has read.
     area: str = ""
 
 
@@ -125,7 +125,7 @@ def category_list_page(
     """One page of `category_list`, each row with its share of all thumbs-down and its growth, in %.
 
     ``thumbs_down``: `thumbs_down_by_version()` when the caller has it already.
-    ``area_order``: a sort key (labeling.area_selectors.area_order_key) that
+    ``area_order``: a sort key (labeling.areas.selectors.area_order_key) that
     puts the categories area by area, each area's in the chosen order.
     """
     categories = category_list(filters=filters, now=now)

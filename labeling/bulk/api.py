@@ -23,9 +23,9 @@ from core.api import (
 from core.auth import api_caller
 from core.ids import id_parse
 from feedback.models import ApiToken
-from labeling import bulk_services
-from labeling.bulk_selectors import BULK_MAX_ITEMS, Selection, SelectionRefused
-from labeling.bulk_services import BulkParams, BulkRefused
+from labeling.bulk import services as bulk_services
+from labeling.bulk.selectors import BULK_MAX_ITEMS, Selection, SelectionRefused
+from labeling.bulk.services import BulkParams, BulkRefused
 from labeling.models import BulkAction
 
 router = Router(tags=["bulk actions"])

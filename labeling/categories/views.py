@@ -11,20 +11,21 @@ from datetime import timedelta
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.ids import id_parse
 from core.roles import admin_required, is_admin, reviewer_required
-from labeling import area_selectors, area_services, bulk_services
-from labeling import category_selectors as selectors
-from labeling import category_services as services
+from labeling.areas import selectors as area_selectors
+from labeling.areas import services as area_services
 from labeling.audit import audit_trail
+from labeling.bulk import services as bulk_services
+from labeling.bulk.views import bulk_panel_for
+from labeling.categories import selectors, services
+from labeling.clustering.services import RunAlreadyActive
 from labeling.models import Category, ClusterRun
-from labeling.services import RunAlreadyActive
-from labeling.views_bulk import bulk_panel_for
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -324,20 +325,3 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     response = render(request, "labeling/runs/_progress.html", _run_context(run))
     response["Cache-Control"] = "no-store"
     return response
-
-
-urlpatterns = [
-    path("categories/", category_list, name="category_list"),
-    path("categories/<int:category_id>/", category_detail, name="category_detail"),
-    path("categories/<int:category_id>/edit", category_edit, name="category_edit"),
-    path("categories/<int:category_id>/confirm", category_confirm, name="category_confirm"),
-    path("categories/<int:category_id>/archive", category_archive, name="category_archive"),
-    path("categories/<int:category_id>/merge", category_merge, name="category_merge"),
-    path("categories/<int:category_id>/split", category_split, name="category_split"),
-    path("categories/<int:category_id>/delete", category_delete, name="category_delete"),
-    path("categories/<int:category_id>/area", category_move_to_area, name="category_move_to_area"),
-    path("runs/", run_list, name="run_list"),
-    path("runs/start", run_start, name="run_start"),
-    path("runs/<int:run_id>/", run_detail, name="run_detail"),
-    path("runs/<int:run_id>/progress", run_progress, name="run_progress"),
-]

@@ -4,7 +4,7 @@ from django import forms
 
 from feedback.models import FeedbackItem
 from labeling.models import Category, Label
-from labeling.review_services import (
+from labeling.review.services import (
     CORRECTED_RESPONSE_MAX_LENGTH,
     HINT_MAX_LENGTH,
     LABEL_TAGS,

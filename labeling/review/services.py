@@ -11,7 +11,14 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
-from labeling.models import Assignment, Category, DoubleReview, Label, ReviewLock, Settlement
+from labeling.models import (
+    Assignment,
+    Category,
+    DoubleReview,
+    Label,
+    ReviewLock,
+    Settlement,
+)
 
 # A lock outlives a slow read of a long agent run, but not a reviewer who
 # went to lunch: after this the item goes back to the queue.
@@ -416,7 +423,12 @@ def dispute_settle(
     the item's assignment, as a reviewer's decision. Audited.
     """
     # Imported here: the selectors import this module for its constants.
-    from labeling.review_selectors import labels_disagree, labels_fingerprint, may_settle, settlement_holds
+    from labeling.review.selectors import (
+        labels_disagree,
+        labels_fingerprint,
+        may_settle,
+        settlement_holds,
+    )
 
     with transaction.atomic():
         labels = list(

@@ -9,17 +9,15 @@ category page does). A refused decision answers with the page and a message:
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from core.ids import id_parse
 from core.roles import reviewer_required
-from labeling import area_selectors as selectors
-from labeling import area_services as services
+from labeling.areas import selectors, services
 from labeling.audit import audit_trail
-from labeling.category_services import CategoryRefused
+from labeling.bulk.views import bulk_panel_for
+from labeling.categories.services import CategoryRefused
 from labeling.models import Area
-from labeling.views_bulk import bulk_panel_for
 
 
 @reviewer_required
@@ -114,12 +112,3 @@ def area_merge(request: HttpRequest, area_id: int) -> HttpResponse:
         request, f"Merged “{source.name}” into “{target.name}”; its categories and unsorted items are here now."
     )
     return redirect("area_detail", area_id=target.id)
-
-
-urlpatterns = [
-    path("areas/", area_list, name="area_list"),
-    path("areas/<int:area_id>/", area_detail, name="area_detail"),
-    path("areas/<int:area_id>/rename", area_rename, name="area_rename"),
-    path("areas/<int:area_id>/confirm", area_confirm, name="area_confirm"),
-    path("areas/<int:area_id>/merge", area_merge, name="area_merge"),
-]

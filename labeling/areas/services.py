@@ -1,12 +1,12 @@
 """Reviewer decisions on areas: rename, confirm, merge, and moving a category to an area.
 
-Same contract as `labeling.category_services`: each decision locks the rows
+Same contract as `labeling.categories.services`: each decision locks the rows
 it changes, refuses with a sentence a person understands (`AreaRefused`)
 before it writes anything, and records audit events with the values before
 and after. Cluster runs keep what reviewers decide here: a rename sets
 `named_by_reviewer`, a moved category gets `area_by_reviewer`, and a merged
 area's `merged_into` sends later runs on to the target
-(`labeling.services._final`).
+(`labeling.clustering.services._final`).
 """
 
 import numpy as np
@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from labeling.audit import audit_record
-from labeling.category_services import CategoryRefused
+from labeling.categories.services import CategoryRefused
 from labeling.models import Area, Assignment, Category
 
 NAME_MAX_LENGTH = Area._meta.get_field("name").max_length

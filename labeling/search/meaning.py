@@ -27,8 +27,8 @@ from feedback.models import FeedbackItem
 from feedback.scrubber import scrub
 from feedback.text import mask_identifiers
 from feedback.vector_index import Neighbour, shared_index
-from labeling.review_selectors import item_snippet
-from labeling.selectors import SearchFilters, items_search
+from labeling.review.selectors import item_snippet
+from labeling.search.selectors import SearchFilters, items_search
 
 # The nearest this many items are listed (a few pages): far beyond them,
 # nearness says little, and every one costs a filter check.
@@ -57,7 +57,9 @@ def query_text(text: str) -> str:
 @lru_cache(maxsize=256)
 def _embedded(backend: str, text: str) -> np.ndarray:
     # Keyed by backend too: the two backends' vectors are close, not equal.
-    from feedback import embedder  # heavy (onnxruntime): loaded on the first search by meaning
+    from feedback import (
+        embedder,  # heavy (onnxruntime): loaded on the first search by meaning
+    )
 
     vector = embedder.embed_texts([text])[0]
     vector.setflags(write=False)  # shared between requests
