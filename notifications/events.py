@@ -316,7 +316,7 @@ def regressions_check(*, today: date | None = None, now: datetime | None = None)
     episodes of rows that stayed unflagged for NOTIFY_REGRESSION_QUIET_DAYS.
     A pin whose window cannot be compared is left as it is.
     """
-    from labeling.compare.comparison import pinned_regressions
+    from labeling.compare.saved import pinned_regressions
 
     now = now or timezone.now()
     quiet = timedelta(days=settings.NOTIFY_REGRESSION_QUIET_DAYS)

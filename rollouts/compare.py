@@ -26,13 +26,15 @@ from django.db.models.functions import TruncDate
 
 from core.dates import day_window
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import RateRow, fill_figures, holm_flag, table_order
+from labeling.compare.figures import json_round, json_significant
+from labeling.compare.params import CompareParams, Side
 from rollouts import selectors
 from rollouts.models import RolloutFlag
 
 
 @dataclass(kw_only=True)
-class CheckRow(compare.RateRow):
+class CheckRow(RateRow):
     check_name: str
     explanation: str = ""
     kind: str = ""
@@ -44,7 +46,7 @@ class CheckRow(compare.RateRow):
         return self.check_name
 
 
-def _search_url(side: compare.Side, params: compare.CompareParams, check_name: str) -> str:
+def _search_url(side: Side, params: CompareParams, check_name: str) -> str:
     query = {"flag": check_name, "model_version": side.version}
     if side.variant:
         query["variant"] = side.variant
@@ -52,7 +54,7 @@ def _search_url(side: compare.Side, params: compare.CompareParams, check_name: s
     return "/search/?" + urlencode(query)
 
 
-def _daily_rollouts(*, sides: Iterable[compare.Side], date_from: date, date_to: date) -> list[dict]:
+def _daily_rollouts(*, sides: Iterable[Side], date_from: date, date_to: date) -> list[dict]:
     """Checked rollouts by day, version and variant of the given sides: one query."""
     match = Q(pk__in=[])
     for side in set(sides):
@@ -67,7 +69,7 @@ def _daily_rollouts(*, sides: Iterable[compare.Side], date_from: date, date_to: 
     )
 
 
-def _daily_flagged(*, sides: Iterable[compare.Side], date_from: date, date_to: date) -> list[dict]:
+def _daily_flagged(*, sides: Iterable[Side], date_from: date, date_to: date) -> list[dict]:
     """Rollouts with a standing flag, by day, version, variant and check, of the given sides: one query.
 
     An item has one day, version and variant, so its distinct count in one group adds up across groups.
@@ -91,7 +93,7 @@ def _daily_flagged(*, sides: Iterable[compare.Side], date_from: date, date_to: d
     )
 
 
-def _side_of(params: compare.CompareParams, day: date, version: str, variant: str) -> str | None:
+def _side_of(params: CompareParams, day: date, version: str, variant: str) -> str | None:
     if not params.date_from <= day <= params.date_to:
         return None
     if params.a.matches(version, variant):
@@ -102,7 +104,7 @@ def _side_of(params: compare.CompareParams, day: date, version: str, variant: st
 
 
 def _rows_of(
-    *, params: compare.CompareParams, rollouts: list[dict], flags: list[dict], infos: dict[str, selectors.CheckInfo | None]
+    *, params: CompareParams, rollouts: list[dict], flags: list[dict], infos: dict[str, selectors.CheckInfo | None]
 ) -> list[CheckRow]:
     """One comparison's rows, taken from the counts shared by every comparison asked for at once."""
     totals = {"a": 0, "b": 0}
@@ -138,14 +140,14 @@ def _rows_of(
             items_a_url=_search_url(params.a, params, name),
             items_b_url=_search_url(params.b, params, name),
         )
-        compare.fill_figures(row, n_a=totals["a"], n_b=totals["b"])
+        fill_figures(row, n_a=totals["a"], n_b=totals["b"])
         result.append(row)
-    compare.holm_flag(result)
-    result.sort(key=compare.table_order)
+    holm_flag(result)
+    result.sort(key=table_order)
     return result
 
 
-def check_rows_many(params_list: Sequence[compare.CompareParams]) -> list[list[CheckRow]]:
+def check_rows_many(params_list: Sequence[CompareParams]) -> list[list[CheckRow]]:
     """The rows per check of several comparisons (the pinned ones), in their order.
 
     Three queries however many comparisons: the checked rollouts and the
@@ -166,7 +168,7 @@ def check_rows_many(params_list: Sequence[compare.CompareParams]) -> list[list[C
     return [_rows_of(params=params, rollouts=rollouts, flags=flags, infos=infos) for params in params_list]
 
 
-def check_rows(*, params: compare.CompareParams) -> list[CheckRow]:
+def check_rows(*, params: CompareParams) -> list[CheckRow]:
     """One row per check (built-in ones always, custom ones with flags in the window). Three queries."""
     return check_rows_many([params])[0]
 
@@ -180,12 +182,12 @@ def check_rows_json(rows: list[CheckRow]) -> list[dict]:
             "kind": row.kind,
             "rollouts": {"a": row.rollouts_a, "b": row.rollouts_b},
             "flagged": {"a": row.down_a, "b": row.down_b},
-            "rate": {"a": compare.json_round(row.rate_a), "b": compare.json_round(row.rate_b)},
-            "difference": compare.json_round(row.difference),
-            "ci": [compare.json_round(row.ci_low), compare.json_round(row.ci_high)],
-            "z": compare.json_round(row.z, 4),
-            "p_value": compare.json_significant(row.p_value),
-            "p_adjusted": compare.json_significant(row.p_adjusted),
+            "rate": {"a": json_round(row.rate_a), "b": json_round(row.rate_b)},
+            "difference": json_round(row.difference),
+            "ci": [json_round(row.ci_low), json_round(row.ci_high)],
+            "z": json_round(row.z, 4),
+            "p_value": json_significant(row.p_value),
+            "p_adjusted": json_significant(row.p_adjusted),
             "tested": row.tested,
             "significant": row.significant,
             "direction": row.direction,

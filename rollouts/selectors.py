@@ -11,6 +11,7 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
+from labeling.compare.params import version_key
 from rollouts import checks
 from rollouts.models import CheckedRollout, CustomCheck, RolloutFlag
 
@@ -188,15 +189,7 @@ def flag_rates_by_version(*, since: date | None = None) -> tuple[list[str], list
         names.add(row["check_name"])
         rows[row["item__model_version"]].flagged[row["check_name"]] = row["n"]
     order = [name for name in checks.BUILTIN_NAMES] + sorted(names - set(checks.BUILTIN_NAMES))
-    return order, sorted(rows.values(), key=lambda row: _version_key(row.version))
-
-
-def _version_key(version: str) -> tuple:
-    from labeling.compare.comparison import (
-        _version_key as key,  # the comparison's order of versions (2.10 after 2.9)
-    )
-
-    return key(version)
+    return order, sorted(rows.values(), key=lambda row: version_key(row.version))
 
 
 @dataclass

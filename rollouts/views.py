@@ -15,7 +15,7 @@ from core.ids import id_parse
 from core.redirects import redirect_to_next
 from core.roles import admin_required, reviewer_required
 from feedback.models import FeedbackItem, Source
-from labeling.compare import comparison as compare
+from labeling.compare.params import CompareError, compare_params_from_query
 from rollouts import compare as rollout_compare
 from rollouts import selectors, services
 from rollouts.models import CustomCheck, RolloutFlag, SourceRolloutSettings
@@ -56,8 +56,8 @@ def item_flags(request: HttpRequest, item_id: int) -> HttpResponse:
 def compare_rows(request: HttpRequest) -> HttpResponse:
     """The comparison's rows per check, for the compare page (the same query string as /compare/)."""
     try:
-        params = compare.compare_params_from_query(request.GET)
-    except compare.CompareError as exc:
+        params = compare_params_from_query(request.GET)
+    except CompareError as exc:
         return HttpResponse(f"<p class=\"error\" role=\"alert\">{escape(exc.message)}</p>", status=exc.status)
     return render(request, "rollouts/_compare_checks.html", {"check_rows": rollout_compare.check_rows(params=params)})
 

@@ -5,7 +5,8 @@ import uuid
 from datetime import UTC, date, datetime, time, timedelta
 
 from feedback.models import FeedbackItem, Source
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import CategoryRow
+from labeling.compare.params import CompareParams, compare_params_parse
 from labeling.models import Area, Assignment, Category
 from tests.factories import source_make
 
@@ -57,11 +58,11 @@ def planted_data() -> dict[str, Category]:
     return cats
 
 
-def params(a="1.0", b="1.1", **kwargs) -> compare.CompareParams:
-    return compare.compare_params_parse(a=a, b=b, date_from=str(START), date_to=str(END), **kwargs)
+def params(a="1.0", b="1.1", **kwargs) -> CompareParams:
+    return compare_params_parse(a=a, b=b, date_from=str(START), date_to=str(END), **kwargs)
 
 
-def by_name(comparison) -> dict[str, compare.CategoryRow]:
+def by_name(comparison) -> dict[str, CategoryRow]:
     return {row.name: row for row in comparison.categories}
 
 

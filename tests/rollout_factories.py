@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
+from labeling.compare.params import compare_params_parse
 from rollouts import services
 from tests.factories import source_make
 
@@ -71,4 +71,4 @@ def planted_rise():
 
 
 def params_for(day):
-    return compare.compare_params_parse(a="2.1", b="2.2", date_from=day.isoformat(), date_to=day.isoformat())
+    return compare_params_parse(a="2.1", b="2.2", date_from=day.isoformat(), date_to=day.isoformat())

@@ -28,7 +28,9 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import AreaRow, comparison_build
+from labeling.compare.params import CompareParams, compare_params_parse
+from labeling.compare.saved import pinned_regressions, saved_comparison_create
 from labeling.models import Area, Category
 from tests.compare_factories import END, START, add, area_data
 from tests.factories import source_make, user_make
@@ -39,11 +41,11 @@ QUERY = {"a": "1.0", "b": "1.1", "from": str(START), "to": str(END)}
 PAGE_URL = f"/compare/?a=1.0&b=1.1&from={START}&to={END}"
 
 
-def params(a="1.0", b="1.1") -> compare.CompareParams:
-    return compare.compare_params_parse(a=a, b=b, date_from=str(START), date_to=str(END))
+def params(a="1.0", b="1.1") -> CompareParams:
+    return compare_params_parse(a=a, b=b, date_from=str(START), date_to=str(END))
 
 
-def areas_by_name(comparison) -> dict[str, compare.AreaRow]:
+def areas_by_name(comparison) -> dict[str, AreaRow]:
     return {row.name: row for row in comparison.areas}
 
 
@@ -59,7 +61,7 @@ def reviewer(client):
 
 def test_an_area_whose_small_categories_are_each_too_few_to_test_is_flagged_and_none_of_them_is():
     made = area_data()
-    comparison = compare.comparison_build(params=params())
+    comparison = comparison_build(params=params())
     area = areas_by_name(comparison)["Tests"]
 
     assert (comparison.a.ratings, comparison.b.ratings) == (400, 400)
@@ -89,7 +91,7 @@ def test_an_area_whose_small_categories_are_each_too_few_to_test_is_flagged_and_
 
 def test_an_area_whose_rate_does_not_change_is_not_flagged():
     area_data()
-    comparison = compare.comparison_build(params=params())
+    comparison = comparison_build(params=params())
     steady = areas_by_name(comparison)["Steady"]
     assert (steady.down_a, steady.down_b, steady.difference) == (30, 30, 0.0)
     assert steady.z == 0.0 and steady.p_value == pytest.approx(1.0) and steady.p_adjusted == pytest.approx(1.0)
@@ -100,7 +102,7 @@ def test_an_area_whose_rate_does_not_change_is_not_flagged():
 
 def test_areas_are_corrected_as_a_family_of_their_own_and_leave_the_categories_figures_alone():
     area_data()
-    comparison = compare.comparison_build(params=params())
+    comparison = comparison_build(params=params())
     assert comparison.areas_tested == 2
     # The categories' family is still the categories tested: the two of Steady.
     assert comparison.tested == 2
@@ -110,7 +112,7 @@ def test_areas_are_corrected_as_a_family_of_their_own_and_leave_the_categories_f
 
 def test_an_area_counts_its_unsorted_items_and_the_side_totals_say_what_lies_outside_any_area():
     area_data()
-    comparison = compare.comparison_build(params=params())
+    comparison = comparison_build(params=params())
     tests = areas_by_name(comparison)["Tests"]
     assert (tests.unsorted_down_a, tests.unsorted_down_b) == (1, 3)
     assert (tests.unsorted_signals_a, tests.unsorted_signals_b) == (1, 5)
@@ -124,7 +126,7 @@ def test_an_area_counts_its_unsorted_items_and_the_side_totals_say_what_lies_out
 
 def test_areas_are_sorted_from_the_largest_increase_and_their_search_links_name_the_area():
     made = area_data()
-    comparison = compare.comparison_build(params=params())
+    comparison = comparison_build(params=params())
     assert [row.name for row in comparison.areas] == ["Tests", "Steady"]
     tests = comparison.areas[0]
     assert tests.items_b_url == (
@@ -137,7 +139,7 @@ def test_a_merged_area_is_left_out_and_its_thumbs_down_count_outside_any_area():
     made = area_data()
     merged = Area.objects.create(name="Old", status=Area.Status.MERGED, merged_into=made["Tests"])
     add(made["source"], version="1.1", n=4, area=merged)
-    comparison = compare.comparison_build(params=params())
+    comparison = comparison_build(params=params())
     assert "Old" not in areas_by_name(comparison)
     assert comparison.b.no_area_down == 12 and comparison.b.ratings == 404
 
@@ -146,7 +148,7 @@ def test_an_area_seen_only_on_the_newer_side_is_marked_new():
     made = area_data()
     fresh = Area.objects.create(name="Fresh")
     add(made["source"], version="1.1", n=3, area=fresh)
-    row = areas_by_name(compare.comparison_build(params=params()))["Fresh"]
+    row = areas_by_name(comparison_build(params=params()))["Fresh"]
     assert row.is_new and not row.is_gone and (row.down_a, row.down_b) == (0, 3) and row.categories == []
 
 
@@ -154,7 +156,7 @@ def test_the_comparison_reads_four_queries_with_areas(django_assert_num_queries)
     area_data()
     p = params()
     with django_assert_num_queries(4):  # the counts, their areas, their categories, the series by day
-        comparison = compare.comparison_build(params=p)
+        comparison = comparison_build(params=p)
     assert len(comparison.areas) == 2
 
 
@@ -272,9 +274,9 @@ def test_the_page_renders_with_no_signals_in_any_area_or_category(client, review
 
 def test_a_pinned_comparison_whose_area_regressed_is_highlighted_on_the_overview(reviewer):
     made = area_data()
-    quiet = compare.saved_comparison_create(params=params(b="1.0", a="1.1"), name="backwards")
-    loud = compare.saved_comparison_create(params=params(), name="1.1 launch")
-    statuses = compare.pinned_regressions(today=date(2026, 11, 30))
+    quiet = saved_comparison_create(params=params(b="1.0", a="1.1"), name="backwards")
+    loud = saved_comparison_create(params=params(), name="1.1 launch")
+    statuses = pinned_regressions(today=date(2026, 11, 30))
     # Only an area regressed, yet the pin counts as regressed and comes first.
     assert [status.saved.id for status in statuses] == [loud.id, quiet.id]
     assert [row.name for row in statuses[0].area_regressions] == ["Tests"] and statuses[0].regressions == []
@@ -291,6 +293,6 @@ def test_a_pinned_comparison_whose_area_regressed_is_highlighted_on_the_overview
 
 def test_the_overview_page_shows_the_regressed_area_of_a_pin(client, reviewer):
     area_data()
-    compare.saved_comparison_create(params=params(), name="1.1 launch")
+    saved_comparison_create(params=params(), name="1.1 launch")
     body = client.get("/").content.decode()
     assert 'id="pinned-comparisons"' in body and "cmp-pin-regressed" in body and "Tests" in body

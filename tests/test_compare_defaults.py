@@ -9,7 +9,10 @@ import pytest
 from django.utils.html import escape
 
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import comparison_build
+from labeling.compare.figures import format_p
+from labeling.compare.output import comparison_json
+from labeling.compare.params import compare_params_parse, data_window
 from labeling.models import Category
 from tests.compare_factories import END, START, add_items, area_data, planted_data
 from tests.factories import source_make, user_make
@@ -32,30 +35,30 @@ def table_of(body: str) -> str:
 
 def test_the_window_is_where_both_sides_have_ratings(db):
     planted_data()  # 1.1 also has ratings three weeks before 1.0 starts; 0.9 spans the same days as 1.0
-    window = compare.data_window(a="1.0", b="1.1")
+    window = data_window(a="1.0", b="1.1")
     assert (window.date_from, window.date_to, window.overlap) == (START, END, True)
-    assert compare.data_window(a="1.0:A", b="1.1") == window
+    assert data_window(a="1.0:A", b="1.1") == window
 
 
 def test_sides_that_never_overlap_get_the_span_of_both(db):
     source, _ = source_make("apart")
     add_items(source, version="1.0", n=20, rating=1, start=date(2026, 10, 1), days=5)
     add_items(source, version="2.0", n=20, rating=1, start=date(2026, 11, 1), days=3)
-    window = compare.data_window(a="1.0", b="2.0")
+    window = data_window(a="1.0", b="2.0")
     assert (window.date_from, window.date_to, window.overlap) == (date(2026, 10, 1), date(2026, 11, 3), False)
 
 
 @pytest.mark.parametrize(("a", "b"), [("1.0", "7.7"), ("", "1.1"), ("1.1", "1.1"), ("1.0:Z", "1.1")])
 def test_no_window_for_sides_that_cannot_be_compared(db, a, b):
     planted_data()
-    assert compare.data_window(a=a, b=b) is None
+    assert data_window(a=a, b=b) is None
 
 
 def test_reports_alone_give_a_side_no_window(db):
     source, _ = source_make("reports")
     add_items(source, version="1.0", n=20, rating=1)
     add_items(source, version="3.0", n=5, rating=None, kind="report")
-    assert compare.data_window(a="1.0", b="3.0") is None
+    assert data_window(a="1.0", b="3.0") is None
 
 
 def test_the_page_without_dates_compares_the_days_both_sides_have_data(client):
@@ -106,7 +109,7 @@ def test_an_unknown_side_still_gets_its_error_and_no_window(client):
 
 def test_the_api_keeps_its_documented_default_of_ninety_days(db):
     planted_data()
-    p = compare.compare_params_parse(a="1.0", b="1.1", today=date(2026, 11, 30))
+    p = compare_params_parse(a="1.0", b="1.1", today=date(2026, 11, 30))
     assert (p.date_from, p.date_to) == (date(2026, 9, 2), date(2026, 11, 30))
 
 
@@ -135,13 +138,13 @@ def flag_cell(table: str, category: Category) -> str:
 
 def test_every_flag_has_its_p_beside_it_adjusted_when_tested(client):
     cats = planted_data()
-    comparison = compare.comparison_build(params=compare.compare_params_parse(
+    comparison = comparison_build(params=compare_params_parse(
         a="1.0", b="1.1", date_from=str(START), date_to=str(END)))
     rows = {row.name: row for row in comparison.categories}
     table = table_of(client.get(f"/compare/?a=1.0&b=1.1&from={START}&to={END}").content.decode())
     regressed = flag_cell(table, cats["Regressed"])
     assert "significantly worse" in regressed
-    assert escape(f"adj. p {compare.format_p(rows['Regressed'].p_adjusted)}") in regressed
+    assert escape(f"adj. p {format_p(rows['Regressed'].p_adjusted)}") in regressed
     borderline = flag_cell(table, cats["Borderline"])
     assert "no significant change" in borderline and "adj. p 0.05" in borderline
     rare = flag_cell(table, cats["Rare"])
@@ -159,9 +162,9 @@ def test_the_bar_chart_draws_only_the_tested_categories(client):
 
 def test_the_api_keeps_its_order_from_the_largest_increase(db):
     planted_data()
-    comparison = compare.comparison_build(params=compare.compare_params_parse(
+    comparison = comparison_build(params=compare_params_parse(
         a="1.0", b="1.1", date_from=str(START), date_to=str(END)))
-    differences = [row["difference"] for row in compare.comparison_json(comparison)["categories"]]
+    differences = [row["difference"] for row in comparison_json(comparison)["categories"]]
     assert len(differences) == 6 and differences == sorted(differences, reverse=True)
 
 

@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from demo import corpus as demo_corpus
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import comparison_build
+from labeling.compare.params import CompareParams, compare_params_parse
 from labeling.models import Assignment, Category
 
 pytestmark = pytest.mark.django_db
@@ -48,13 +49,13 @@ def demo() -> dict[str, Category]:
     return categories_by_theme()
 
 
-def whole_corpus(a: str, b: str) -> compare.CompareParams:
+def whole_corpus(a: str, b: str) -> CompareParams:
     today = timezone.localdate()
-    return compare.compare_params_parse(a=a, b=b, date_from=str(today - timedelta(days=31)), date_to=str(today))
+    return compare_params_parse(a=a, b=b, date_from=str(today - timedelta(days=31)), date_to=str(today))
 
 
 def test_2_1_regresses_on_special_cased_tests_and_improves_on_hallucinated_apis(demo):
-    comparison = compare.comparison_build(params=whole_corpus("2.0", "2.1"))
+    comparison = comparison_build(params=whole_corpus("2.0", "2.1"))
     rows = {row.category_id: row for row in comparison.categories}
     special = rows[demo["special-cased-test"].id]
     hallucinated = rows[demo["hallucinated-api"].id]
@@ -68,7 +69,7 @@ def test_2_1_regresses_on_special_cased_tests_and_improves_on_hallucinated_apis(
 
 
 def test_2_2_has_a_significantly_higher_thumbs_up_rate_than_2_1_and_undoes_the_special_casing(demo):
-    comparison = compare.comparison_build(params=whole_corpus("2.1", "2.2"))
+    comparison = comparison_build(params=whole_corpus("2.1", "2.2"))
     assert comparison.overall_difference > 0.05 and comparison.overall_low > 0
     assert comparison.overall_p_value < 0.001
     special = next(row for row in comparison.categories if row.category_id == demo["special-cased-test"].id)

@@ -28,8 +28,10 @@ from django.utils import timezone
 from demo import corpus as demo_corpus
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
 from labeling.clustering import services as labeling_services
+from labeling.compare.comparison import comparison_build
+from labeling.compare.output import comparison_json
+from labeling.compare.params import compare_params_parse
 from labeling.models import Area, Assignment, Category, ClusterRun
 
 # The marks also tell pytest-django to create the test database the module fixture writes into.
@@ -72,9 +74,9 @@ def clustered(django_db_setup, django_db_blocker) -> dict:
         call_command("demo_load", stdout=io.StringIO())
         _embed_and_cluster()
         figures = {
-            pair: compare.comparison_json(
-                compare.comparison_build(
-                    params=compare.compare_params_parse(
+            pair: comparison_json(
+                comparison_build(
+                    params=compare_params_parse(
                         a=pair[0], b=pair[1], date_from=str(today - timedelta(days=31)), date_to=str(today)
                     )
                 )

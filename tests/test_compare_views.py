@@ -6,7 +6,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from labeling.compare import comparison as compare
+from labeling.compare.saved import pinned_regressions, saved_comparison_create
 from labeling.models import SavedComparison
 from tests.compare_factories import END, START, params, planted_data
 from tests.factories import user_make
@@ -75,7 +75,7 @@ def test_a_reviewer_sees_the_flagged_regression_the_new_category_and_what_the_ra
 
 def test_the_page_reads_a_fixed_number_of_queries_however_many_categories(client, reviewer, django_assert_max_num_queries):
     planted_data()
-    compare.saved_comparison_create(params=params())
+    saved_comparison_create(params=params())
     with django_assert_max_num_queries(9):
         assert client.get(PLANTED_URL).status_code == 200
 
@@ -144,7 +144,7 @@ def test_pinning_a_bad_comparison_saves_nothing_and_says_why(client, reviewer):
 
 def test_unpinning_from_the_overview_returns_there_and_deleting_removes_it(client, reviewer):
     planted_data()
-    saved = compare.saved_comparison_create(params=params())
+    saved = saved_comparison_create(params=params())
     response = client.post(f"/compare/saved/{saved.id}/pin", {"pinned": "0", "next": "/"})
     assert response.status_code == 302 and response.url == "/"
     saved.refresh_from_db()
@@ -164,12 +164,12 @@ def test_the_saved_pages_refuse_get(client, reviewer):
 
 def test_the_overview_partial_highlights_a_pinned_comparisons_regressions(reviewer):
     cats = planted_data()
-    compare.saved_comparison_create(params=params(), name="1.1 launch")
+    saved_comparison_create(params=params(), name="1.1 launch")
     request = RequestFactory().get("/")
     request.user = reviewer
     html = render_to_string(
         "labeling/compare/_overview_pins.html",
-        {"pinned_comparisons": compare.pinned_regressions(today=date(2026, 11, 30))},
+        {"pinned_comparisons": pinned_regressions(today=date(2026, 11, 30))},
         request=request,
     )
     assert 'id="pinned-comparisons"' in html and "cmp-pin-regressed" in html
@@ -183,8 +183,8 @@ def test_the_overview_partial_is_quiet_without_regressions_and_empty_without_pin
     request = RequestFactory().get("/")
     request.user = reviewer
     assert render_to_string("labeling/compare/_overview_pins.html", {"pinned_comparisons": []}, request=request).strip() == ""
-    compare.saved_comparison_create(params=params(b="1.0", a="0.9"), name="old")
+    saved_comparison_create(params=params(b="1.0", a="0.9"), name="old")
     html = render_to_string(
-        "labeling/compare/_overview_pins.html", {"pinned_comparisons": compare.pinned_regressions()}, request=request
+        "labeling/compare/_overview_pins.html", {"pinned_comparisons": pinned_regressions()}, request=request
     )
     assert "No category got significantly worse" in html and "cmp-pin-regressed" not in html

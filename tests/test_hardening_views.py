@@ -19,9 +19,9 @@ from django.utils import timezone
 from core.ids import MAX_ID, id_parse
 from exports.models import Dataset
 from feedback.models import Embedding, FeedbackItem
-from labeling.compare import comparison as compare
-from labeling.review import services as review_services
+from labeling.compare.params import version_key
 from labeling.models import Assignment, Category, DoubleReview, Label, SavedComparison
+from labeling.review import services as review_services
 from tests.compare_factories import END, START, planted_data
 from tests.factories import post_signed, rating_event, source_make, user_make
 
@@ -100,7 +100,7 @@ def test_a_model_version_spelled_superscript_two_keeps_the_compare_page_answerin
 
 def test_the_version_order_reads_only_ascii_digit_runs_as_numbers():
     versions = ["2.9", "²", "2.10", "10", "v٣", "1" * 90]
-    ordered = sorted(versions, key=compare._version_key)
+    ordered = sorted(versions, key=version_key)
     assert ordered.index("2.9") < ordered.index("2.10") < ordered.index("10") < ordered.index("1" * 90)
 
 

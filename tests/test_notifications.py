@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from config.celery import app as celery_app
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
+from labeling.compare.saved import saved_comparison_create
 from labeling.models import Category, ClusterRun
 from notifications import events, services
 from notifications.models import (
@@ -263,7 +263,7 @@ def test_one_regression_gives_one_notification_however_often_it_is_checked(recei
     server = receiver()
     destination(server.url, events_=[Event.REGRESSION], kind="slack")
     planted_data()
-    pin = compare.saved_comparison_create(params=params(), name="1.1 launch")
+    pin = saved_comparison_create(params=params(), name="1.1 launch")
     now = timezone.now()
     with django_capture_on_commit_callbacks(execute=True):
         first = events.regressions_check(today=date(2026, 11, 30), now=now)
@@ -286,7 +286,7 @@ def test_a_regression_that_cleared_for_the_quiet_period_and_came_back_is_announc
     settings.NOTIFY_REGRESSION_QUIET_DAYS = 7
     destination(receiver().url, events_=[Event.REGRESSION])
     cats = planted_data()
-    compare.saved_comparison_create(params=params(), name="1.1 launch")
+    saved_comparison_create(params=params(), name="1.1 launch")
     now = timezone.now()
     assert events.regressions_check(today=date(2026, 11, 30), now=now) == 2
     # "Regressed" stops regressing: its thumbs-down move to an unpinned category (a reviewer merge would do this).
@@ -313,7 +313,7 @@ def test_a_regression_that_cleared_for_the_quiet_period_and_came_back_is_announc
 def test_an_unpinned_or_broken_pin_announces_nothing(receiver):
     destination(receiver().url, events_=[Event.REGRESSION])
     planted_data()
-    compare.saved_comparison_create(params=params(), name="not watched", pinned=False)
+    saved_comparison_create(params=params(), name="not watched", pinned=False)
     from labeling.models import SavedComparison
 
     SavedComparison.objects.create(a_version="1.0", b_version="1.1", date_from=date(2026, 11, 15), date_to=date(2026, 11, 2))
@@ -324,7 +324,7 @@ def test_an_unpinned_or_broken_pin_announces_nothing(receiver):
 def test_with_nobody_listening_nothing_is_written_but_the_regression_is_still_tracked(receiver):
     destination(receiver().url, events_=[Event.EXPORT_FAILED])
     planted_data()
-    compare.saved_comparison_create(params=params(), name="1.1 launch")
+    saved_comparison_create(params=params(), name="1.1 launch")
     assert events.regressions_check(today=date(2026, 11, 30)) == 0
     assert Notification.objects.count() == 0 and Delivery.objects.count() == 0
     assert RegressionWatch.objects.filter(active=True).count() == 2

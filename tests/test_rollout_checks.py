@@ -2,7 +2,14 @@
 
 import pytest
 
-from rollouts.checks import CHECKS, CheckSettings, CustomRule, calls_of, host_allowed, run_checks
+from rollouts.checks import (
+    CHECKS,
+    CheckSettings,
+    CustomRule,
+    calls_of,
+    host_allowed,
+    run_checks,
+)
 
 
 def hits_of(*calls, settings=CheckSettings(), messages=None):

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from labeling.compare import comparison as compare
+from labeling.compare.statistics import newcombe_interval, two_proportion_z_test
 from rollouts import services
 from rollouts.compare import check_rows, check_rows_json
 from rollouts.models import RolloutFlag
@@ -24,9 +24,9 @@ def test_a_planted_rise_in_reading_history_is_a_flagged_regression(planted_rollo
     assert row.rate_a_display == "0.3%" and row.rate_b_display == "4.1%"
     assert row.tested and row.significant and row.regression
     # The same figures the categories would get for these counts.
-    difference, low, high = compare.newcombe_interval(x_a=3, n_a=1000, x_b=41, n_b=1000)
+    difference, low, high = newcombe_interval(x_a=3, n_a=1000, x_b=41, n_b=1000)
     assert (row.difference, row.ci_low, row.ci_high) == (difference, low, high)
-    _, p = compare.two_proportion_z_test(x_a=3, n_a=1000, x_b=41, n_b=1000)
+    _, p = two_proportion_z_test(x_a=3, n_a=1000, x_b=41, n_b=1000)
     assert row.p_value == p and row.p_adjusted == pytest.approx(min(1.0, p * row_count_tested(rows)))
     # The read of a test file and `git status` are near misses: no check moved.
     assert all(not other.significant for name, other in rows.items() if name != "vcs_history")

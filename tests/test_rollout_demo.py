@@ -12,9 +12,9 @@ from django.utils import timezone
 from demo import corpus as demo_corpus
 from demo.management.commands.demo_load import DEFAULT_ROLLOUTS
 from feedback.models import FeedbackItem
-from labeling.compare import comparison as compare
-from labeling.models import Assignment, Category, ClusterRun
 from labeling.clustering.services import failure_signals
+from labeling.compare.params import compare_params_parse
+from labeling.models import Assignment, Category, ClusterRun
 from rollouts.compare import check_rows
 from rollouts.models import CheckedRollout, RolloutFlag, SourceRolloutSettings
 
@@ -129,6 +129,6 @@ def test_with_process_the_rollouts_are_sorted_into_the_categories_the_run_made_w
 def test_with_the_default_rollouts_the_comparison_flags_22s_rise_in_reading_history():
     demo_load(count=50)
     today = timezone.localdate()
-    params = compare.compare_params_parse(a="2.1", b="2.2", date_from=str(today - timedelta(days=31)), date_to=str(today))
+    params = compare_params_parse(a="2.1", b="2.2", date_from=str(today - timedelta(days=31)), date_to=str(today))
     row = {row.check_name: row for row in check_rows(params=params)}["vcs_history"]
     assert row.tested and row.regression and row.down_b > 5 * max(row.down_a, 1)

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from labeling.compare import comparison as compare
+from labeling.compare.saved import pinned_regressions, saved_comparison_create
 from notifications import events
 from notifications import services as notification_services
 from notifications.models import Event, Notification, RegressionWatch
@@ -28,7 +28,7 @@ def listening():
 
 @pytest.fixture
 def pin(planted_rollouts):
-    return compare.saved_comparison_create(params=params_for(planted_rollouts), name="2.2 launch")
+    return saved_comparison_create(params=params_for(planted_rollouts), name="2.2 launch")
 
 
 def history_flags_of_22():
@@ -36,7 +36,7 @@ def history_flags_of_22():
 
 
 def test_a_pinned_comparison_reports_the_check_that_regressed_on_the_overview(pin):
-    [status] = compare.pinned_regressions()
+    [status] = pinned_regressions()
     assert [row.check_name for row in status.check_regressions] == ["vcs_history"]
     assert status.regressions == [] and status.area_regressions == [] and status.regressed
     body = client_for(user_make("rita", "reviewer")).get("/").content.decode()
@@ -73,7 +73,7 @@ def test_dismissed_flags_stop_counting_so_nothing_is_announced(pin, listening):
     reviewer = user_make("rita", "reviewer")
     for flag in history_flags_of_22()[:40]:
         services.flag_decide(flag_id=flag.id, reviewer=reviewer, decision=RolloutFlag.Status.DISMISSED)
-    [status] = compare.pinned_regressions()
+    [status] = pinned_regressions()
     row = {row.check_name: row for row in status.comparison.checks}["vcs_history"]
     assert row.down_b == 1 and status.check_regressions == [] and not status.regressed
     assert events.regressions_check() == 0

@@ -2,7 +2,7 @@
 
 Checks in a fixed order, each stopping at the first problem: who is asking
 (a bearer token, else a reviewer's session), the format, then the
-comparison's own parameters (labeling.compare.comparison.compare_params_parse).
+comparison's own parameters (labeling.compare.params.compare_params_parse).
 """
 
 from django.http import HttpRequest, HttpResponse
@@ -12,7 +12,9 @@ from pydantic import Field
 from core.api import ApiError, error_responses
 from core.auth import api_caller
 from feedback.models import ApiToken
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import comparison_build
+from labeling.compare.output import comparison_csv, comparison_json
+from labeling.compare.params import CompareError, compare_params_parse
 
 router = Router(tags=["compare"])
 
@@ -197,17 +199,17 @@ def compare_versions(
     if format not in ("json", "csv"):
         raise ApiError(422, "format: must be 'json' or 'csv'", "format")
     try:
-        params = compare.compare_params_parse(a=a, b=b, date_from=date_from, date_to=to, bucket=bucket)
-    except compare.CompareError as exc:
+        params = compare_params_parse(a=a, b=b, date_from=date_from, date_to=to, bucket=bucket)
+    except CompareError as exc:
         raise ApiError(exc.status, exc.message, exc.field) from None
-    comparison = compare.comparison_build(params=params, with_checks=True)
+    comparison = comparison_build(params=params, with_checks=True)
     if format == "csv":
-        response = HttpResponse(compare.comparison_csv(comparison), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(comparison_csv(comparison), content_type="text/csv; charset=utf-8")
         filename = f"compare_{params.a.spec}_vs_{params.b.spec}_{params.date_from}_{params.date_to}.csv"
         safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in filename)
         response["Content-Disposition"] = f'attachment; filename="{safe}"'
         return response
-    return compare.comparison_json(comparison)
+    return comparison_json(comparison)
 
 
 # The bulk actions have their own module and tag; they are served under the same /v1 prefix.

@@ -13,10 +13,27 @@ from django.views.decorators.http import require_GET, require_POST
 from core.redirects import redirect_to_next
 from core.roles import reviewer_required
 from labeling import counts
-from labeling.compare import comparison as compare
+from labeling.compare.comparison import DENOMINATOR, comparison_build
+from labeling.compare.output import chart_data
+from labeling.compare.params import (
+    DEFAULT_WINDOW_DAYS,
+    CompareError,
+    DataWindow,
+    compare_params_from_query,
+    compare_params_parse,
+    data_window,
+    side_choices,
+)
+from labeling.compare.saved import (
+    saved_comparison_create,
+    saved_comparison_delete,
+    saved_comparison_set_pinned,
+    saved_comparisons,
+)
+from labeling.compare.statistics import ALPHA, MIN_DOWN_TOTAL, MIN_EXPECTED
 
 
-def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict, compare.DataWindow | None]:
+def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict, DataWindow | None]:
     """What the form shows: the query as given, or the two most recent versions; without dates,
     the days on which both sides have ratings (and that window, to say so on the page)."""
     given = any(request.GET.get(key) for key in ("a", "b", "from", "to"))
@@ -29,7 +46,7 @@ def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict
     }
     window = None
     if not form["from"] and not form["to"]:
-        window = compare.data_window(a=form["a"], b=form["b"], spans=spans)
+        window = data_window(a=form["a"], b=form["b"], spans=spans)
         if window is not None:
             form["from"], form["to"] = window.date_from.isoformat(), window.date_to.isoformat()
     return form, window
@@ -40,34 +57,34 @@ def _form_values(request: HttpRequest, choices: dict, spans: dict) -> tuple[dict
 def compare_page(request: HttpRequest) -> HttpResponse:
     # Each version's first and last rated day: read once for the menu and the default window.
     spans = counts.rated_spans()
-    choices = compare.side_choices(spans=spans)
+    choices = side_choices(spans=spans)
     form, window = _form_values(request, choices, spans)
     context = {
         "choices": choices,
         "form": form,
         "data_window": window,
-        "saved": compare.saved_comparisons(),
-        "denominator": compare.DENOMINATOR,
-        "alpha": compare.ALPHA,
-        "min_expected": compare.MIN_EXPECTED,
-        "min_down_total": compare.MIN_DOWN_TOTAL,
-        "default_window_days": compare.DEFAULT_WINDOW_DAYS,
+        "saved": saved_comparisons(),
+        "denominator": DENOMINATOR,
+        "alpha": ALPHA,
+        "min_expected": MIN_EXPECTED,
+        "min_down_total": MIN_DOWN_TOTAL,
+        "default_window_days": DEFAULT_WINDOW_DAYS,
     }
     if not any(request.GET.get(key) for key in ("a", "b")):
         # The first visit: the form, pre-filled, and nothing computed yet.
         return render(request, "labeling/compare/page.html", context)
     try:
-        params = compare.compare_params_parse(
+        params = compare_params_parse(
             a=form["a"], b=form["b"], date_from=form["from"], date_to=form["to"], bucket=form["bucket"]
         )
-    except compare.CompareError as exc:
+    except CompareError as exc:
         context["error"] = exc
         return render(request, "labeling/compare/page.html", context, status=exc.status)
-    comparison = compare.comparison_build(params=params)
+    comparison = comparison_build(params=params)
     context |= {
         "params": params,
         "comparison": comparison,
-        "chart": compare.chart_data(comparison),
+        "chart": chart_data(comparison),
     }
     return render(request, "labeling/compare/page.html", context)
 
@@ -76,11 +93,11 @@ def compare_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def saved_create(request: HttpRequest) -> HttpResponse:
     try:
-        params = compare.compare_params_from_query(request.POST)
-    except compare.CompareError as exc:
+        params = compare_params_from_query(request.POST)
+    except CompareError as exc:
         messages.error(request, f"Not saved: {exc.message}")
         return redirect("compare")
-    saved = compare.saved_comparison_create(
+    saved = saved_comparison_create(
         params=params,
         name=request.POST.get("name", ""),
         rolling=request.POST.get("rolling") == "1",
@@ -95,7 +112,7 @@ def saved_create(request: HttpRequest) -> HttpResponse:
 @require_POST
 def saved_pin(request: HttpRequest, saved_id: int) -> HttpResponse:
     pinned = request.POST.get("pinned") == "1"
-    if compare.saved_comparison_set_pinned(saved_id=saved_id, pinned=pinned):
+    if saved_comparison_set_pinned(saved_id=saved_id, pinned=pinned):
         messages.success(request, "Pinned to the overview." if pinned else "Unpinned from the overview.")
     else:
         messages.error(request, "That saved comparison no longer exists.")
@@ -106,7 +123,7 @@ def saved_pin(request: HttpRequest, saved_id: int) -> HttpResponse:
 @reviewer_required
 @require_POST
 def saved_delete(request: HttpRequest, saved_id: int) -> HttpResponse:
-    if compare.saved_comparison_delete(saved_id=saved_id):
+    if saved_comparison_delete(saved_id=saved_id):
         messages.success(request, "Deleted the saved comparison.")
     else:
         messages.error(request, "That saved comparison no longer exists.")

@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 
 from core.roles import is_reviewer
 from labeling.areas import selectors as area_selectors
-from labeling.compare.comparison import pinned_regressions
+from labeling.compare.saved import pinned_regressions
 from labeling.overview import selectors
 
 
