@@ -52,11 +52,7 @@ from feedback.text import EMBED_RECIPE
 from notifications import events as notification_events
 
 logger = logging.getLogger(__name__)
-
-
 HOST = socket.gethostname()
-
-
 MEMBER_BATCH = 2000
 
 
@@ -218,8 +214,6 @@ def export_run_execute(*, run_id: int) -> DatasetVersion | None:
 
 
 _LEFTOVER = re.compile(r"^\.v(\d+)\.(tmp|verify)-(\d+)$")
-
-
 _VERSION_DIR = re.compile(r"^v(\d+)$")
 
 

@@ -35,7 +35,7 @@ from feedback.models import FeedbackItem
 from feedback.scrubber import ScrubMemo
 from labeling.areas.selectors import area_choices
 from labeling.models import Area, Assignment, Category, DatasetPin, Label, Settlement
-from labeling.review.selectors import labels_disagree, settled_label, settlement_holds
+from labeling.review.agreement import labels_disagree, settled_label, settlement_holds
 from rollouts.selectors import confirmed_checks_for
 
 # Rows per round trip of the server-side cursor: large enough to amortise the

@@ -18,7 +18,7 @@ from labeling.models import (
     Label,
     Settlement,
 )
-from labeling.review.selectors import disputes_list
+from labeling.review.agreement import disputes_list
 from labeling.review.services import SettlementRefused, dispute_settle, label_save
 from tests.export_factories import dataset_make, export, item_make, member_ids
 from tests.factories import client_for, user_make

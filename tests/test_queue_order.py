@@ -5,8 +5,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from labeling.review import selectors as review_selectors
 from labeling.models import Area, Assignment, Category, DoubleReview, Label
+from labeling.review.queues import (
+    ORDERS,
+    queue_open_items,
+    queue_parse,
+    queue_progress,
+    reviewer_counts,
+)
 from tests.factories import client_for
 from tests.review_factories import (  # noqa: F401 (fixtures)
     category_make,
@@ -27,8 +33,8 @@ def handed(client, key: str, order: str = "") -> int:
 
 
 def order_of(queue_key: str, order: str, reviewer) -> list[int]:
-    queue = review_selectors.queue_parse(key=queue_key, order=order)
-    return list(review_selectors.queue_open_items(queue=queue, reviewer=reviewer).values_list("id", flat=True))
+    queue = queue_parse(key=queue_key, order=order)
+    return list(queue_open_items(queue=queue, reviewer=reviewer).values_list("id", flat=True))
 
 
 @pytest.fixture
@@ -60,7 +66,7 @@ def test_each_order_hands_out_the_items_as_it_says(items, category, reviewer):
 
 def test_an_unknown_order_is_the_default_one(items, category, reviewer):
     assert order_of(str(category.id), "'; drop table", reviewer) == [item.id for item in items]
-    assert review_selectors.queue_parse(key=str(category.id), order="x" * 10_000).order == "oldest"
+    assert queue_parse(key=str(category.id), order="x" * 10_000).order == "oldest"
 
 
 def test_the_category_order_groups_the_unassigned_queue_by_area_then_category(source, reviewer):
@@ -126,8 +132,8 @@ def test_an_item_a_label_moved_to_another_category_still_counts_as_done_in_its_q
         # The second one goes to another category: it leaves this queue, and was still work done here.
         fields = {"verdict": "failure", "split": "none", "category": elsewhere.id if n == 1 else category.id}
         assert client.post(f"/items/{item_id}/?queue={key}", fields).status_code == 302
-    queue = review_selectors.queue_parse(key=key)
-    progress = review_selectors.queue_progress(queue=queue)
+    queue = queue_parse(key=key)
+    progress = queue_progress(queue=queue)
     assert (progress.done, progress.total) == (3, 4)
     page = client.get(f"/items/{items[3].id}/?queue={key}").content.decode()
     assert '<progress id="queue-progress" max="4" value="3">' in page and "3 / 4 reviewed" in page
@@ -143,7 +149,7 @@ def test_the_unassigned_queue_counts_the_items_it_gave_a_category(source, review
     client = client_for(reviewer)
     item_id = handed(client, "unassigned")
     client.post(f"/items/{item_id}/?queue=unassigned", {"verdict": "failure", "split": "none", "category": target.id})
-    progress = review_selectors.queue_progress(queue=review_selectors.queue_parse(key="unassigned"))
+    progress = queue_progress(queue=queue_parse(key="unassigned"))
     assert (progress.done, progress.total) == (1, 3)
     assert not Assignment.objects.filter(item_id=item_id, category__isnull=True).exists()
     assert items
@@ -152,7 +158,7 @@ def test_the_unassigned_queue_counts_the_items_it_gave_a_category(source, review
 def test_labels_given_outside_a_queue_count_only_where_the_item_is(items, category, reviewer):
     elsewhere = category_make("Edits the wrong file", status="confirmed")
     client_for(reviewer).post(f"/items/{items[0].id}/", {"verdict": "failure", "split": "none", "category": elsewhere.id})
-    progress = review_selectors.queue_progress(queue=review_selectors.queue_parse(key=str(category.id)))
+    progress = queue_progress(queue=queue_parse(key=str(category.id)))
     assert (progress.done, progress.total) == (0, 3)
 
 
@@ -169,7 +175,7 @@ def test_the_queue_page_counts_each_reviewers_labels_today_and_this_week(items, 
     Label.objects.create(item=items[3], reviewer=second_reviewer, verdict="spam", created_at=earlier_this_week)
     last_week = monday - timedelta(days=1)
     Label.objects.create(item=items[3], reviewer=user_make("old", "reviewer"), verdict="spam", created_at=last_week)
-    counts = review_selectors.reviewer_counts(now=now)
+    counts = reviewer_counts(now=now)
     expected_sam_today = 2 if earlier_this_week == now else 1
     assert [(row.username, row.today, row.week) for row in counts] == sorted(
         [("rita", 2, 2), ("sam", expected_sam_today, 2)], key=lambda row: (-row[2], -row[1], row[0])
@@ -185,12 +191,12 @@ def test_editing_an_old_label_is_not_counted_as_new_work(items, reviewer):
     Label.objects.create(item=items[0], reviewer=reviewer, verdict="failure", created_at=long_ago)
     client_for(reviewer).post(f"/items/{items[0].id}/", {"verdict": "spam", "split": "none"})
     assert Label.objects.get(item=items[0]).verdict == "spam"
-    assert review_selectors.reviewer_counts() == []
+    assert reviewer_counts() == []
 
 
 def test_the_category_assignment_is_untouched_by_ordering(items, category, reviewer):
     before = list(Assignment.objects.order_by("id").values_list("item_id", "category_id", "confidence"))
-    for order in review_selectors.ORDERS:
+    for order in ORDERS:
         order_of(str(category.id), order, reviewer)
     assert list(Assignment.objects.order_by("id").values_list("item_id", "category_id", "confidence")) == before
     assert Category.objects.get(id=category.id).status == "confirmed"

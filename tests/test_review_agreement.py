@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from labeling.models import AuditEvent, DoubleReview, Label
-from labeling.review.selectors import agreement_summary, verdict_kappa
+from labeling.review.agreement import agreement_summary, verdict_kappa
 from labeling.review.services import double_reviews_request
 from tests.review_factories import (  # noqa: F401 (fixtures)
     admin_user,

@@ -7,9 +7,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from labeling.review import selectors as review_selectors
-from labeling.review import services as review_services
 from labeling.models import DoubleReview, Label, ReviewLock
+from labeling.review import services as review_services
+from labeling.review.queues import queue_parse, queue_progress
+from tests.factories import client_for
 from tests.review_factories import (  # noqa: F401 (fixtures)
     category_make,
     item_make,
@@ -18,8 +19,6 @@ from tests.review_factories import (  # noqa: F401 (fixtures)
     source,
     user_make,
 )
-
-from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -174,8 +173,8 @@ def test_the_double_review_queue_offers_items_reviewed_once_first(reviewer, seco
 
 def test_progress_counts_the_reviewed_items_of_the_queue(reviewer, second_reviewer, items, category):
     Label.objects.create(item=items[0], reviewer=second_reviewer, verdict="failure")
-    queue = review_selectors.queue_parse(key=str(category.id))
-    progress = review_selectors.queue_progress(queue=queue)
+    queue = queue_parse(key=str(category.id))
+    progress = queue_progress(queue=queue)
     assert (progress.done, progress.total, progress.percent) == (1, 4, 25)
     html = client_for(reviewer).get(f"/items/{items[1].id}/?queue={category.id}").content.decode()
     assert '<progress id="queue-progress" max="4" value="1">' in html and "1 / 4 reviewed" in html

@@ -423,7 +423,7 @@ def dispute_settle(
     the item's assignment, as a reviewer's decision. Audited.
     """
     # Imported here: the selectors import this module for its constants.
-    from labeling.review.selectors import (
+    from labeling.review.agreement import (
         labels_disagree,
         labels_fingerprint,
         may_settle,
@@ -513,3 +513,8 @@ def dispute_settle(
             details["assignment"] = f"{moved_from} → {_category_text(category)}"
         audit_record(actor=settled_by, action="settled dispute", item=item, category=category, details=details)
     return settlement
+
+
+def original_revealed(*, item: FeedbackItem, user) -> None:
+    """Record that `user` read the item's original, unscrubbed text (every reveal is on the audit trail)."""
+    audit_record(actor=user, action="revealed original", item=item)

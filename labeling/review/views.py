@@ -13,10 +13,35 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.ids import id_parse
 from core.roles import admin_required, is_admin, reviewer_required
-from labeling.audit import audit_record, audit_trail
 from labeling.models import Label
-from labeling.review import selectors, services
+from labeling.review import services
+from labeling.review.agreement import agreement_summary, disputes_list, may_settle
 from labeling.review.forms import DoubleReviewRequestForm, LabelForm
+from labeling.review.queues import (
+    DEFAULT_ORDER,
+    ORDERS,
+    Queue,
+    order_parse,
+    queue_candidates,
+    queue_own_locked_item,
+    queue_parse,
+    queue_progress,
+    queues_overview,
+    reviewer_counts,
+)
+from labeling.review.selectors import (
+    ReviewerView,
+    categories_open,
+    categories_suggested,
+    item_for_review,
+    item_history,
+    item_lock,
+    item_neighbour_ids,
+    item_view_for,
+    items_similar,
+    label_previous_item_id,
+)
+from labeling.review.transcript import item_raw_payload, item_text
 
 # Skipped items stay out of a reviewer's queue until the queue runs dry.
 SKIPPED_SESSION_KEY = "review_skipped"
@@ -26,22 +51,22 @@ SKIPPED_MAX = 500
 UNDO_SESSION_KEY = "label_undo"
 
 
-def _order_query(queue: selectors.Queue) -> dict[str, str]:
+def _order_query(queue: Queue) -> dict[str, str]:
     # The default order stays out of the URL, so the links of an unordered queue read as before.
-    return {} if queue.order == selectors.DEFAULT_ORDER else {"order": queue.order}
+    return {} if queue.order == DEFAULT_ORDER else {"order": queue.order}
 
 
-def _queue_query(queue: selectors.Queue | None) -> str:
+def _queue_query(queue: Queue | None) -> str:
     """`queue=...` (and `order=...`) for the item page's own links and forms; empty outside a queue."""
     return urlencode({"queue": queue.key} | _order_query(queue)) if queue else ""
 
 
-def _item_url(item_id: int, queue: selectors.Queue | None = None) -> str:
+def _item_url(item_id: int, queue: Queue | None = None) -> str:
     url = reverse("item_detail", args=[item_id])
     return f"{url}?{_queue_query(queue)}" if queue else url
 
 
-def _next_url(queue: selectors.Queue) -> str:
+def _next_url(queue: Queue) -> str:
     return f"{reverse('review_next')}?{urlencode({'category': queue.key} | _order_query(queue))}"
 
 
@@ -65,11 +90,11 @@ def _undo_offer(request: HttpRequest) -> dict | None:
     }
 
 
-def _skipped(request: HttpRequest, queue: selectors.Queue) -> list[int]:
+def _skipped(request: HttpRequest, queue: Queue) -> list[int]:
     return list(request.session.get(SKIPPED_SESSION_KEY, {}).get(queue.key, []))
 
 
-def _skipped_set(request: HttpRequest, queue: selectors.Queue, item_ids: list[int]) -> None:
+def _skipped_set(request: HttpRequest, queue: Queue, item_ids: list[int]) -> None:
     skipped = dict(request.session.get(SKIPPED_SESSION_KEY, {}))
     skipped[queue.key] = item_ids[-SKIPPED_MAX:]
     request.session[SKIPPED_SESSION_KEY] = skipped
@@ -88,10 +113,10 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
 @require_POST
 def item_reveal(request: HttpRequest, item_id: int) -> HttpResponse:
     """The item page with the original, unscrubbed text; every reveal is on the audit trail."""
-    item = selectors.item_for_review(item_id=item_id)
+    item = item_for_review(item_id=item_id)
     if item is None:
         raise Http404("No such item.")
-    audit_record(actor=request.user, action="revealed original", item=item)
+    services.original_revealed(item=item, user=request.user)
     response = _item_page(request, item_id=item_id, item=item, reveal=True)
     response["Cache-Control"] = "no-store"  # the original text stays out of every cache
     return response
@@ -99,22 +124,15 @@ def item_reveal(request: HttpRequest, item_id: int) -> HttpResponse:
 
 def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = False) -> HttpResponse:
     """The item page; a POST here is a label (the reveal renders the GET page with the original text)."""
-    item = item or selectors.item_for_review(item_id=item_id)
+    item = item or item_for_review(item_id=item_id)
     if item is None:
         raise Http404("No such item.")
     queue = (
-        selectors.queue_parse(key=request.GET.get("queue"), order=request.GET.get("order"))
+        queue_parse(key=request.GET.get("queue"), order=request.GET.get("order"))
         if request.GET.get("queue")
         else None
     )
-    labels = selectors.item_labels(item=item)
-    my_label = next((label for label in labels if label.reviewer_id == request.user.id), None)
-    others = [label for label in labels if label.reviewer_id != request.user.id]
-    # A second review must be independent: until this reviewer has given
-    # theirs, nothing on the page tells what the first reviewer decided.
-    blind = selectors.item_in_double_review(item) and my_label is None and bool(others)
-    assignment = selectors.item_assignment(item)
-    assignment_by_reviewer = assignment is not None and assignment.assigned_by == assignment.By.REVIEWER
+    view = item_view_for(item=item, reviewer=request.user)
 
     if request.method == "POST" and not reveal:
         form = LabelForm(request.POST)
@@ -133,9 +151,9 @@ def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = 
                     messages.info(request, f"Nothing changed on #{item.id}.")
                 return redirect(_next_url(queue) if queue else _item_url(item.id))
     else:
-        preselect = assignment.category_id if assignment and not (blind and assignment_by_reviewer) else None
-        initial = LabelForm.initial_for(label=my_label, category_id=preselect)
-        if my_label is None and item.severity:
+        preselect = view.assignment.category_id if view.assignment and not view.hide_category else None
+        initial = LabelForm.initial_for(label=view.my_label, category_id=preselect)
+        if view.my_label is None and item.severity:
             # What the reporter said is the best first guess; the reviewer can still change it.
             initial["severity"] = item.severity
         form = LabelForm(initial=initial)
@@ -143,51 +161,37 @@ def _item_page(request: HttpRequest, *, item_id: int, item=None, reveal: bool = 
         request,
         item=item,
         queue=queue,
-        others=others,
-        # What the first reviewer decided stays hidden: their category, their label, their history.
-        blind=blind,
-        hide_category=blind and assignment_by_reviewer,
-        my_label=my_label,
+        view=view,
         form=form,
         reveal=reveal,
     )
     return render(request, "labeling/review/item_detail.html", context, status=422 if form.errors else 200)
 
 
-def _history(*, item, hide_others: bool, viewer) -> list:
-    """The item's audit trail; in a blind second review, without what other reviewers did."""
-    events = audit_trail(item=item)
-    if hide_others:
-        return [event for event in events if event.actor_id in (None, viewer.id)]
-    return list(events)
-
-
-def _item_context(
-    request, *, item, queue, others, blind, my_label, form, reveal: bool = False, hide_category: bool = False
-) -> dict:
-    categories = selectors.categories_open()
-    suggestions = selectors.categories_suggested(item=item, categories=categories, hide_current=hide_category)
+def _item_context(request, *, item, queue, view: ReviewerView, form, reveal: bool = False) -> dict:
+    categories = categories_open()
+    suggestions = categories_suggested(item=item, categories=categories, hide_current=view.hide_category)
     suggested_ids = {s.category.id for s in suggestions}
-    lock = selectors.item_lock(item)
+    lock = item_lock(item)
     lock_held_by_other = (
         lock is not None and lock.reviewer_id != request.user.id and lock.expires_at > timezone.now()
     )
     if queue is not None:
-        previous_id = selectors.label_previous_item_id(reviewer=request.user, item_id=item.id)
+        previous_id = label_previous_item_id(reviewer=request.user, item_id=item.id)
         previous_url = _item_url(previous_id, queue) if previous_id else ""
         next_url = _next_url(queue)
-        progress = selectors.queue_progress(queue=queue)
+        progress = queue_progress(queue=queue)
     else:
-        previous_id, next_id = selectors.item_neighbour_ids(item=item)
+        previous_id, next_id = item_neighbour_ids(item=item)
         previous_url = _item_url(previous_id) if previous_id else ""
         next_url = _item_url(next_id) if next_id else ""
         progress = None
-    text = selectors.item_text(item=item, reveal=reveal)
+    text = item_text(item=item, reveal=reveal)
     selected = form["category"].value()
     checked_tags = set(form["tags"].value() or [])
     return {
         "item": item,
-        "assignment": selectors.item_assignment(item),
+        "assignment": view.assignment,
         # Scrubbed unless the reviewer asked for the original (POST .../reveal).
         "text": text,
         "blocks": text.blocks,
@@ -196,7 +200,7 @@ def _item_context(
         # The payload as received holds everything the scrubber hides: admins
         # see it only with a reveal, which is on the audit trail.
         "can_see_raw": is_admin(request.user),
-        "raw_payload": selectors.item_raw_payload(item=item) if reveal and is_admin(request.user) else None,
+        "raw_payload": item_raw_payload(item=item) if reveal and is_admin(request.user) else None,
         "queue": queue,
         "queue_query": _queue_query(queue),
         "progress": progress,
@@ -204,11 +208,11 @@ def _item_context(
         "previous_url": previous_url,
         "next_url": next_url,
         "lock_held_by_other": lock if lock_held_by_other else None,
-        "blind": blind,
-        "hide_category": hide_category,
-        "other_labels": [] if blind else others,
-        "hidden_labels": len(others) if blind else 0,
-        "my_label": my_label,
+        "blind": view.blind,
+        "hide_category": view.hide_category,
+        "other_labels": [] if view.blind else view.others,
+        "hidden_labels": len(view.others) if view.blind else 0,
+        "my_label": view.my_label,
         "form": form,
         "suggestions": suggestions,
         "other_categories": [c for c in categories if c.id not in suggested_ids],
@@ -217,7 +221,7 @@ def _item_context(
             ("Reward hacking", _numbered_tags(services.REWARD_HACKING_TAGS, checked_tags, start=1)),
             ("Other", _numbered_tags(services.COMMON_TAGS, checked_tags, start=len(services.REWARD_HACKING_TAGS) + 1)),
         ],
-        "audit_events": _history(item=item, hide_others=blind, viewer=request.user),
+        "audit_events": item_history(item=item, viewer=request.user, blind=view.blind),
     }
 
 
@@ -235,7 +239,7 @@ def _numbered_tags(tags, checked: set[str], *, start: int) -> list[tuple[str, bo
 def item_label_undo(request: HttpRequest, item_id: int) -> HttpResponse:
     """Undo this reviewer's last label save on the item, within seconds of it; back to the item."""
     undo = request.session.get(UNDO_SESSION_KEY)
-    queue = selectors.queue_parse(key=request.POST.get("queue"), order=request.POST.get("order"))
+    queue = queue_parse(key=request.POST.get("queue"), order=request.POST.get("order"))
     if not isinstance(undo, dict) or undo.get("item") != item_id:
         messages.error(request, f"There is no recent save on #{item_id} to undo.")
         return redirect(_item_url(item_id, queue))
@@ -257,7 +261,7 @@ def item_label_undo(request: HttpRequest, item_id: int) -> HttpResponse:
 @require_GET
 def item_similar(request: HttpRequest, item_id: int) -> HttpResponse:
     """The similar-items panel, loaded after the page so the vector search never delays it."""
-    similar = selectors.items_similar(item_id=item_id, viewer=request.user)
+    similar = items_similar(item_id=item_id, viewer=request.user)
     return render(request, "labeling/review/_similar.html", {"similar": similar})
 
 
@@ -271,11 +275,11 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         request,
         "labeling/review/queue.html",
         {
-            "rows": selectors.queues_overview(),
+            "rows": queues_overview(),
             "selected": request.GET.get("category", ""),
-            "orders": selectors.ORDERS,
-            "selected_order": selectors.order_parse(request.GET.get("order")),
-            "reviewer_counts": selectors.reviewer_counts(),
+            "orders": ORDERS,
+            "selected_order": order_parse(request.GET.get("order")),
+            "reviewer_counts": reviewer_counts(),
             "undo": _undo_offer(request),
         },
     )
@@ -285,12 +289,12 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def review_next(request: HttpRequest) -> HttpResponse:
     """Lock the next item of a queue for this reviewer and open it in queue mode."""
-    queue = selectors.queue_parse(key=request.GET.get("category"), order=request.GET.get("order"))
+    queue = queue_parse(key=request.GET.get("category"), order=request.GET.get("order"))
     if queue is None:
         messages.error(request, "Pick a queue: an open category, unassigned items or double review.")
         return redirect("review_queue")
     now = timezone.now()
-    item_id = selectors.queue_own_locked_item(queue=queue, reviewer=request.user, now=now)
+    item_id = queue_own_locked_item(queue=queue, reviewer=request.user, now=now)
     if item_id is not None:
         services.review_lock_take(item_id=item_id, reviewer=request.user, now=now)
     else:
@@ -298,7 +302,7 @@ def review_next(request: HttpRequest) -> HttpResponse:
         # Other reviewers may lock the same candidates meanwhile; a few
         # rounds get past them without looping forever.
         for _ in range(3):
-            candidates = selectors.queue_candidates(queue=queue, reviewer=request.user, now=now, skipped=skipped)
+            candidates = queue_candidates(queue=queue, reviewer=request.user, now=now, skipped=skipped)
             if not candidates:
                 break
             item_id = services.review_next_take(reviewer=request.user, candidates=candidates, now=now)
@@ -320,7 +324,7 @@ def review_next(request: HttpRequest) -> HttpResponse:
 @require_POST
 def review_skip(request: HttpRequest) -> HttpResponse:
     """Release the lock on an item and move on; it comes back when the queue runs dry."""
-    queue = selectors.queue_parse(key=request.POST.get("category"), order=request.POST.get("order"))
+    queue = queue_parse(key=request.POST.get("category"), order=request.POST.get("order"))
     item_id = id_parse(request.POST.get("item", ""))
     if item_id is None:
         messages.error(request, "Nothing to skip.")
@@ -344,19 +348,19 @@ def agreement(request: HttpRequest) -> HttpResponse:
 def _agreement_page(
     request: HttpRequest, *, form, status: int = 200, settle_error: str = "", settle_field: str = ""
 ) -> HttpResponse:
-    disputes = selectors.disputes_list()
+    disputes = disputes_list()
     # Which open disputes this viewer may settle: admins any, reviewers those they gave no label in.
-    settleable = {d.item.id for d in disputes.open if selectors.may_settle(request.user, d.labels)}
+    settleable = {d.item.id for d in disputes.open if may_settle(request.user, d.labels)}
     return render(
         request,
         "labeling/review/agreement.html",
         {
-            "summary": selectors.agreement_summary(),
+            "summary": agreement_summary(),
             "form": form,
             "disputes": disputes,
             "settleable": settleable,
             "verdicts": Label.Verdict.choices,
-            "categories": selectors.categories_open() if settleable else [],
+            "categories": categories_open() if settleable else [],
             "settle_error": settle_error,
             "settle_field": settle_field,
         },
