@@ -59,7 +59,7 @@ from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.models import FeedbackItem, Source  # noqa: E402
 from feedback.text import embed_text  # noqa: E402
 from labeling.clustering.algorithm import cluster_vectors, name_clusters  # noqa: E402
-from labeling.clustering.services import cluster_params  # noqa: E402
+from labeling.clustering.runs import cluster_params
 
 # What names a repository rather than a behaviour: no category name may hold one.
 IDENTIFIER = re.compile(r"[\w-]+\.[a-z]{1,5}\b|\w+_\w+|[a-z]+[A-Z]\w*|/|\d")

@@ -10,7 +10,7 @@ from demo.corpus import DemoSignal
 from feedback import services
 from feedback.models import FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn
-from labeling.clustering import services as labeling_services
+from labeling.clustering.services import items_assign
 
 CHUNK_SIZE = 500
 EMBED_CHUNK = 256
@@ -28,7 +28,7 @@ def embed_and_assign(item_ids: Sequence[int]) -> int:
     """Embed the items and sort them into the nearest open category, as the worker does; how many got one."""
     placed = 0
     for chunk in _chunks(item_ids, EMBED_CHUNK):
-        placed += labeling_services.items_assign(item_ids=services.items_embed(item_ids=list(chunk)))
+        placed += items_assign(item_ids=services.items_embed(item_ids=list(chunk)))
     return placed
 
 

@@ -3,28 +3,33 @@
 from celery import shared_task
 
 from labeling import counts
-from labeling.clustering import services
+from labeling.clustering.runs import (
+    RunAlreadyActive,
+    cluster_run_execute,
+    cluster_run_start,
+)
+from labeling.clustering.services import items_assign
 from labeling.models import ClusterRun
 
 
 @shared_task(name="labeling.tasks.assign_items", queue="default")
 def assign_items(item_ids: list[int]) -> int:
     """Sort newly embedded items into the nearest category (or leave them for the next run)."""
-    return services.items_assign(item_ids=item_ids)
+    return items_assign(item_ids=item_ids)
 
 
 @shared_task(name="labeling.tasks.run_clustering", queue="default")
 def run_clustering(run_id: int) -> None:
-    """Execute one queued cluster run (steps: labeling.clustering.services.cluster_run_execute)."""
-    services.cluster_run_execute(run_id=run_id)
+    """Execute one queued cluster run (steps: labeling.clustering.runs.cluster_run_execute)."""
+    cluster_run_execute(run_id=run_id)
 
 
 @shared_task(name="labeling.tasks.scheduled_clustering", queue="default")
 def scheduled_clustering() -> int | None:
     """The nightly run; skipped quietly while another run is going."""
     try:
-        return services.cluster_run_start(trigger=ClusterRun.Trigger.SCHEDULE).id
-    except services.RunAlreadyActive:
+        return cluster_run_start(trigger=ClusterRun.Trigger.SCHEDULE).id
+    except RunAlreadyActive:
         return None
 
 

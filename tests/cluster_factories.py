@@ -6,7 +6,7 @@ import numpy as np
 from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
-from labeling.clustering import services
+from labeling.clustering.runs import cluster_run_execute, cluster_run_start
 from labeling.models import Assignment, Category, ClusterRun
 
 THEMES = {
@@ -43,8 +43,8 @@ def add_items(source, centers, per_theme, *, seed, themes=THEMES, rating=-1):
 
 
 def run_clustering() -> ClusterRun:
-    run = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
-    services.cluster_run_execute(run_id=run.id)
+    run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    cluster_run_execute(run_id=run.id)
     run.refresh_from_db()
     assert run.status == ClusterRun.Status.DONE, run.error
     return run

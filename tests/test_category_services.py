@@ -9,7 +9,11 @@ from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
 from labeling.categories import services as category_services
-from labeling.clustering import services
+from labeling.clustering.runs import (
+    RunAlreadyActive,
+    cluster_run_execute,
+    cluster_run_start,
+)
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
 from tests.cluster_factories import add_items, blob_vectors, run_clustering
 from tests.factories import source_make
@@ -105,8 +109,8 @@ def test_a_cluster_rerun_keeps_a_name_a_reviewer_gave(rita, source, centers):
     untouched = Assignment.objects.get(item_id=made[1][0]).category
 
     add_items(source, centers, 10, seed=2)
-    run = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
-    services.cluster_run_execute(run_id=run.id)
+    run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    cluster_run_execute(run_id=run.id)
 
     category.refresh_from_db()
     assert category.name == "Edits the wrong file" and category.description == "Reviewer's words"
@@ -382,7 +386,7 @@ def test_a_run_that_cannot_be_queued_fails_at_once_and_frees_the_slot(rita, djan
 def test_a_second_run_is_refused_while_one_is_active_and_nothing_is_recorded(rita, monkeypatch):
     monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", lambda args, **kwargs: None)
     first = category_services.cluster_run_request(user=rita)
-    with pytest.raises(services.RunAlreadyActive) as refused:
+    with pytest.raises(RunAlreadyActive) as refused:
         category_services.cluster_run_request(user=rita)
     assert refused.value.run == first
     assert ClusterRun.objects.count() == 1 and AuditEvent.objects.count() == 1

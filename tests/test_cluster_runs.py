@@ -8,7 +8,12 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from feedback.models import Embedding, FeedbackItem
-from labeling.clustering import services
+from labeling.clustering.runs import (
+    RunAlreadyActive,
+    cluster_run_execute,
+    cluster_run_start,
+)
+from labeling.clustering.services import items_assign
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
 from tests.cluster_factories import add_items, category_of, run_clustering
 from tests.factories import source_make
@@ -138,22 +143,22 @@ def test_archived_categories_stay_archived_and_collect_nothing(centers):
 
 
 def test_two_runs_cannot_be_active_at_once():
-    first = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
-    with pytest.raises(services.RunAlreadyActive) as refused:
-        services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    first = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    with pytest.raises(RunAlreadyActive) as refused:
+        cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
     assert refused.value.run == first
     assert ClusterRun.objects.count() == 1
 
 
 def test_a_run_takes_its_granularity_from_the_cluster_settings(settings):
-    default = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    default = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
     assert default.params["merge_threshold"] == 0.045 and default.params["min_cluster_size"] == 5
     ClusterRun.objects.update(active=None)
 
     settings.CLUSTER_MERGE_THRESHOLD = 0.055
     settings.CLUSTER_MERGE_MIN_ITEMS = 4000
     settings.CLUSTER_MIN_CLUSTER_SIZE = 10
-    coarse = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    coarse = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
 
     assert (coarse.params["merge_threshold"], coarse.params["merge_min_items"], coarse.params["min_cluster_size"]) == (
         0.055, 4000, 10
@@ -172,7 +177,7 @@ def test_a_stuck_run_is_failed_so_a_new_one_can_start():
         trigger=ClusterRun.Trigger.COMMAND, status=ClusterRun.Status.RUNNING,
         heartbeat_at=timezone.now() - timezone.timedelta(hours=1),
     )
-    run = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
     stuck.refresh_from_db()
     assert stuck.status == ClusterRun.Status.FAILED and "no progress" in stuck.error
     assert run.active is True
@@ -190,7 +195,7 @@ def test_a_run_that_executes_twice_does_the_work_once(centers):
     source, _ = source_make()
     add_items(source, centers, 30, seed=1)
     run = run_clustering()
-    assert services.cluster_run_execute(run_id=run.id) is None
+    assert cluster_run_execute(run_id=run.id) is None
 
 
 def test_too_few_signals_give_no_categories_and_no_error():
@@ -214,7 +219,7 @@ def test_new_items_are_assigned_to_the_nearest_category_above_the_threshold(cent
         receipt_id=uuid.uuid4(), status=FeedbackItem.Status.EMBEDDED,
         embedding=Embedding.objects.create(content_hash="far", model_name="test", vector=far_vector.tobytes()),
     )
-    assert services.items_assign(item_ids=fresh + [far.id]) == 3
+    assert items_assign(item_ids=fresh + [far.id]) == 3
     target = category_of(made[2][0])
     for item_id in fresh:
         assignment = Assignment.objects.get(item_id=item_id)
@@ -235,11 +240,11 @@ def test_raising_the_threshold_leaves_items_unassigned(centers, settings):
     fresh = add_items(source, centers, 3, seed=5, themes=[2])[2]
     settings.ASSIGN_SIMILARITY_THRESHOLD = 0.999
     # The lower of the threshold and a category's own loosest members decides.
-    assert services.items_assign(item_ids=fresh) == 3
+    assert items_assign(item_ids=fresh) == 3
     Category.objects.update(fit_similarity=0.999)
     Assignment.objects.filter(item_id__in=fresh).delete()
     FeedbackItem.objects.filter(id__in=fresh).update(status=FeedbackItem.Status.EMBEDDED)
-    assert services.items_assign(item_ids=fresh) == 0
+    assert items_assign(item_ids=fresh) == 0
     assert not Assignment.objects.filter(item_id__in=fresh).exclude(category=None).exists()
 
 
@@ -249,5 +254,5 @@ def test_items_are_not_assigned_to_archived_or_merged_categories(centers):
     run_clustering()
     Category.objects.filter(id=category_of(made[2][0]).id).update(status=Category.Status.ARCHIVED)
     fresh = add_items(source, centers, 3, seed=5, themes=[2])[2]
-    services.items_assign(item_ids=fresh)
+    items_assign(item_ids=fresh)
     assert all(category_of(i) is None or category_of(i).status != Category.Status.ARCHIVED for i in fresh)

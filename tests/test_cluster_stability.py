@@ -13,7 +13,7 @@ from feedback import services as feedback_services
 from feedback.models import FeedbackItem
 from labeling.areas import services as area_services
 from labeling.categories import services as category_services
-from labeling.clustering import services
+from labeling.clustering.services import clusterable_failures, items_assign
 from labeling.models import Area, Assignment, AuditEvent, Category
 from tests.cluster_factories import run_clustering
 from tests.factories import user_make
@@ -31,7 +31,7 @@ def load_and_embed(count: int) -> list[int]:
     waiting = list(
         FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED).order_by("id").values_list("id", flat=True)
     )
-    services.items_assign(item_ids=feedback_services.items_embed(item_ids=waiting))
+    items_assign(item_ids=feedback_services.items_embed(item_ids=waiting))
     return waiting
 
 
@@ -70,7 +70,7 @@ def test_every_category_has_an_area_and_every_unsorted_item_waits_in_one():
     run = run_clustering()
     assert run.counts["areas"] >= 3
     assert not Category.objects.filter(size__gt=0, area=None).exists()
-    signals = services.clusterable_failures().count()
+    signals = clusterable_failures().count()
     unsorted = Assignment.objects.filter(category=None)
     # The unsorted bucket is visible (each item in an area) and bounded.
     assert unsorted.count() <= 0.10 * signals

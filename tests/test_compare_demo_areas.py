@@ -28,7 +28,8 @@ from django.utils import timezone
 from demo import corpus as demo_corpus
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from labeling.clustering import services as labeling_services
+from labeling.clustering.runs import cluster_run_execute, cluster_run_start
+from labeling.clustering.services import items_assign
 from labeling.compare.comparison import comparison_build
 from labeling.compare.output import comparison_json
 from labeling.compare.params import compare_params_parse
@@ -47,9 +48,9 @@ def _embed_and_cluster() -> None:
     )
     for start in range(0, len(waiting), 256):
         chunk = waiting[start:start + 256]
-        labeling_services.items_assign(item_ids=feedback_services.items_embed(item_ids=chunk))
-    run = labeling_services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
-    labeling_services.cluster_run_execute(run_id=run.id)
+        items_assign(item_ids=feedback_services.items_embed(item_ids=chunk))
+    run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+    cluster_run_execute(run_id=run.id)
     run.refresh_from_db()
     assert run.status == ClusterRun.Status.DONE, run.error
 

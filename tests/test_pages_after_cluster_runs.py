@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from feedback import services as feedback_services
 from feedback.models import FeedbackItem
-from labeling.clustering import services
+from labeling.clustering.services import items_assign
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
 from labeling.templatetags.audit import pairs
 from tests.cluster_factories import category_of, run_clustering
@@ -46,7 +46,7 @@ def demo_load_and_embed(count: int) -> None:
     waiting = list(
         FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED).order_by("id").values_list("id", flat=True)
     )
-    services.items_assign(item_ids=feedback_services.items_embed(item_ids=waiting))
+    items_assign(item_ids=feedback_services.items_embed(item_ids=waiting))
 
 
 def label_form(**overrides) -> dict:

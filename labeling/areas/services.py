@@ -6,7 +6,7 @@ before it writes anything, and records audit events with the values before
 and after. Cluster runs keep what reviewers decide here: a rename sets
 `named_by_reviewer`, a moved category gets `area_by_reviewer`, and a merged
 area's `merged_into` sends later runs on to the target
-(`labeling.clustering.services._final`).
+(`labeling.clustering.reconcile._final`).
 """
 
 import numpy as np

@@ -6,7 +6,7 @@ audit event with the values before and after. Reviewer decisions are what a
 cluster run must never undo: a rename sets `named_by_reviewer`, a split
 marks the moved items as placed by a reviewer, a merge leaves the absorbed
 category's centroid in place so later runs still route its cluster to the
-target (see `labeling.clustering.services._final`).
+target (see `labeling.clustering.reconcile._final`).
 """
 
 import numpy as np
@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
-from labeling.clustering import services as labeling_services
+from labeling.clustering.runs import cluster_run_start
+from labeling.clustering.services import vectors_for
 from labeling.models import Assignment, Category, ClusterRun, Label
 
 NAME_MAX_LENGTH = Category._meta.get_field("name").max_length
@@ -215,7 +216,7 @@ def _embedded_vectors(item_ids) -> tuple[list[int], np.ndarray]:
             "id", "embedding_id"
         )
     )
-    return [row[0] for row in rows], labeling_services.vectors_for([row[1] for row in rows])
+    return [row[0] for row in rows], vectors_for([row[1] for row in rows])
 
 
 def _closest(ids: list[int], vectors: np.ndarray, centroid: np.ndarray | None) -> list[int]:
@@ -327,8 +328,8 @@ def cluster_run_request(*, user) -> ClusterRun:
     """A reviewer starts a cluster run; RunAlreadyActive if one is going.
 
     The run and its audit event commit together, and the task is queued only
-    after that commit (labeling.clustering.services.cluster_run_start).
+    after that commit (labeling.clustering.runs.cluster_run_start).
     """
-    run = labeling_services.cluster_run_start(trigger=ClusterRun.Trigger.REVIEWER, user=user)
+    run = cluster_run_start(trigger=ClusterRun.Trigger.REVIEWER, user=user)
     audit_record(actor=user, action="started cluster run", details={"run": run.id})
     return run

@@ -24,7 +24,7 @@ from labeling.audit import audit_trail
 from labeling.bulk import services as bulk_services
 from labeling.bulk.views import bulk_panel_for
 from labeling.categories import selectors, services
-from labeling.clustering.services import RunAlreadyActive
+from labeling.clustering.runs import RunAlreadyActive
 from labeling.models import Category, ClusterRun
 
 

@@ -21,7 +21,11 @@ from demo.datasets import demo_datasets_export
 from demo.rollouts import demo_rollouts_load
 from demo.signals import signals_store, summary_line
 from feedback.models import FeedbackItem
-from labeling.clustering import services as labeling_services
+from labeling.clustering.runs import (
+    RunAlreadyActive,
+    cluster_run_execute,
+    cluster_run_start,
+)
 from labeling.models import ClusterRun
 
 # Enough rollouts for 2.2's planted rise in reading git history to be tested and flagged on /compare/ (with 600
@@ -86,12 +90,12 @@ class Command(BaseCommand):
         waiting = signals.received_ids()
         signals.embed_and_assign(waiting)
         try:
-            run = labeling_services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
-        except labeling_services.RunAlreadyActive:
+            run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
+        except RunAlreadyActive:
             self.stdout.write("demo_load: a cluster run is going already; categories come when it ends")
             self.rollouts_load(count=rollouts, seed=seed, process=True)
             return
-        labeling_services.cluster_run_execute(run_id=run.id)
+        cluster_run_execute(run_id=run.id)
         run.refresh_from_db()
         self.stdout.write(
             f"demo_load: embedded {len(waiting)} items, {run.counts['clusters']} categories, "

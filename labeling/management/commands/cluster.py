@@ -2,7 +2,11 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from labeling.clustering import services
+from labeling.clustering.runs import (
+    RunAlreadyActive,
+    cluster_run_execute,
+    cluster_run_start,
+)
 from labeling.models import Category, ClusterRun
 
 
@@ -16,8 +20,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, queue, **options):
         try:
-            run = services.cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=queue)
-        except services.RunAlreadyActive as exc:
+            run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=queue)
+        except RunAlreadyActive as exc:
             raise CommandError(f"{exc}; try again when it has finished") from None
         if queue:
             while run.status in (ClusterRun.Status.QUEUED, ClusterRun.Status.RUNNING):
@@ -26,7 +30,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {run.stage or run.status} {run.progress:.0%}")
         else:
             try:
-                services.cluster_run_execute(run_id=run.id)
+                cluster_run_execute(run_id=run.id)
             except Exception as exc:
                 raise CommandError(f"cluster run {run.id} failed: {exc}") from None
             run.refresh_from_db()
