@@ -6,10 +6,23 @@ from django.test.utils import CaptureQueriesContext
 
 from exports.models import Dataset
 from feedback.models import FeedbackItem
-from labeling.bulk import services as bulk_services
 from labeling.bulk.selectors import Selection, SelectionRefused
-from labeling.bulk.services import BulkParams, BulkRefused
-from labeling.models import Assignment, AuditEvent, BulkAction, Category, DatasetPin, DoubleReview, Label
+from labeling.bulk.services import (
+    BulkParams,
+    BulkRefused,
+    bulk_apply,
+    category_merge_undoable,
+)
+from labeling.bulk.undo import bulk_undo
+from labeling.models import (
+    Assignment,
+    AuditEvent,
+    BulkAction,
+    Category,
+    DatasetPin,
+    DoubleReview,
+    Label,
+)
 from tests.review_factories import (  # noqa: F401 - fixtures
     admin_user,
     category_make,
@@ -23,7 +36,7 @@ pytestmark = pytest.mark.django_db
 
 
 def apply(kind, items, actor, **params):
-    return bulk_services.bulk_apply(
+    return bulk_apply(
         params=BulkParams(kind=kind, **params),
         selection=Selection(ids=tuple(item.id for item in items)),
         actor=actor,
@@ -84,7 +97,7 @@ def test_a_move_puts_every_item_in_the_category_as_a_reviewer_decision_and_undo_
     events = AuditEvent.objects.filter(action="bulk: moved to a category")
     assert events.count() == 1 and events[0].details["items"] == 4 and events[0].category_id == new.id
 
-    result = bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    result = bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
 
     assert (result.restored, result.kept) == (4, 0)
     assert state(selected + [items[3]]) == before
@@ -96,7 +109,7 @@ def test_undo_leaves_an_item_moved_again_since_where_it_is(two_categories, revie
     action = apply("move", items[:3], reviewer, category_id=new.id)
     Assignment.objects.filter(item=items[0]).update(category=old, assigned_by=Assignment.By.REVIEWER)
 
-    result = bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    result = bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
 
     assert (result.restored, result.kept) == (2, 1)
     assert Assignment.objects.get(item=items[0]).assigned_by == Assignment.By.REVIEWER
@@ -134,7 +147,7 @@ def test_a_verdict_writes_the_reviewers_own_label_and_undo_removes_or_restores_i
     assert Label.objects.get(id=theirs.id).verdict == "not_failure"
     assert action.item_count == 3
 
-    bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
     assert state(items) == before
     assert Label.objects.get(id=mine.id).verdict == "spam"
 
@@ -152,8 +165,8 @@ def test_tags_are_added_and_removed_on_own_labels_and_undo_restores_the_old_list
     removed = apply("tags_remove", items[:2], reviewer, tags=("verbose",))
     assert [label.tags for label in Label.objects.filter(item__in=items[:2])] == [["claimed success falsely"]] * 2
 
-    bulk_services.bulk_undo(action_id=removed.id, user=reviewer, made_by="rita")
-    bulk_services.bulk_undo(action_id=added.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=removed.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=added.id, user=reviewer, made_by="rita")
     assert state(items[:2]) == before
 
 
@@ -175,7 +188,7 @@ def test_the_split_is_set_and_undone(two_categories, reviewer):
     before = state(items)
     action = apply("split", items[:3], reviewer, split="eval")
     assert set(Label.objects.filter(item__in=items[:3]).values_list("split", flat=True)) == {"eval"}
-    bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
     assert state(items) == before
 
 
@@ -186,7 +199,7 @@ def test_pinning_adds_members_once_and_undo_removes_only_the_new_ones(two_catego
     action = apply("pin", items, reviewer, dataset_id=dataset.id)
     assert action.item_count == 3 and "1 item pinned already" in action.summary
     assert DatasetPin.objects.filter(dataset_id=dataset.id).count() == 4
-    bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
     assert list(DatasetPin.objects.values_list("item_id", flat=True)) == [items[0].id]
 
 
@@ -202,7 +215,7 @@ def test_sending_to_the_review_queue_samples_the_items_for_double_review(two_cat
     old, new, items, loose = two_categories
     action = apply("queue", items, reviewer)
     assert DoubleReview.objects.count() == 4
-    bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
     assert not DoubleReview.objects.exists()
 
 
@@ -210,11 +223,11 @@ def test_only_the_maker_or_an_admin_may_undo_and_only_once(two_categories, revie
     old, new, items, loose = two_categories
     action = apply("move", items[:3], reviewer, category_id=new.id)
     with pytest.raises(BulkRefused) as refused:
-        bulk_services.bulk_undo(action_id=action.id, user=second_reviewer, made_by="sam")
+        bulk_undo(action_id=action.id, user=second_reviewer, made_by="sam")
     assert refused.value.status == 403
-    bulk_services.bulk_undo(action_id=action.id, user=admin_user, made_by="ada")
+    bulk_undo(action_id=action.id, user=admin_user, made_by="ada")
     with pytest.raises(BulkRefused) as again:
-        bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+        bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
     assert (again.value.status, again.value.message) == (409, "this bulk action was undone already")
 
 
@@ -238,7 +251,7 @@ def test_a_bad_selection_is_refused(two_categories, reviewer, selection, status,
     old, new, items, loose = two_categories
     before = state(items)
     with pytest.raises(SelectionRefused) as refused:
-        bulk_services.bulk_apply(
+        bulk_apply(
             params=BulkParams(kind="move", category_id=new.id), selection=selection, actor=reviewer, made_by="rita"
         )
     assert (refused.value.status, refused.value.message) == (status, message)
@@ -249,7 +262,7 @@ def test_select_all_matching_takes_the_pages_filter(two_categories, reviewer):
     old, new, items, loose = two_categories
     items[0].rating = 1
     items[0].save()
-    action = bulk_services.bulk_apply(
+    action = bulk_apply(
         params=BulkParams(kind="move", category_id=new.id),
         selection=Selection(scope="category", scope_id=old.id, params={"rating": "down"}),
         actor=reviewer,
@@ -269,10 +282,10 @@ def test_a_merge_can_be_undone(two_categories, reviewer):
     Label.objects.create(item=items[0], reviewer=reviewer, verdict="failure", category=old)
     before = state(items)
 
-    bulk_services.category_merge_undoable(category_id=old.id, target_id=new.id, user=reviewer)
+    category_merge_undoable(category_id=old.id, target_id=new.id, user=reviewer)
     assert Category.objects.get(id=old.id).status == Category.Status.MERGED
     action = BulkAction.objects.get(kind="merge")
-    bulk_services.bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
+    bulk_undo(action_id=action.id, user=reviewer, made_by="rita")
 
     old.refresh_from_db()
     earlier.refresh_from_db()

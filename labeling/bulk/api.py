@@ -23,9 +23,9 @@ from core.api import (
 from core.auth import api_caller
 from core.ids import id_parse
 from feedback.models import ApiToken
-from labeling.bulk import services as bulk_services
 from labeling.bulk.selectors import BULK_MAX_ITEMS, Selection, SelectionRefused
-from labeling.bulk.services import BulkParams, BulkRefused
+from labeling.bulk.services import BulkParams, BulkRefused, bulk_apply, refusal_of
+from labeling.bulk.undo import bulk_undo
 from labeling.models import BulkAction
 
 router = Router(tags=["bulk actions"])
@@ -105,7 +105,7 @@ def _out(action: BulkAction) -> dict:
 
 
 def _refused(exc: BulkRefused | SelectionRefused) -> ApiError:
-    refusal = bulk_services.refusal_of(exc)
+    refusal = refusal_of(exc)
     return ApiError(refusal.status, refusal.message, refusal.field)
 
 
@@ -147,7 +147,7 @@ def bulk_action_create(request: HttpRequest):
         queue=body.queue,
     )
     try:
-        action = bulk_services.bulk_apply(
+        action = bulk_apply(
             params=params,
             selection=selection,
             actor=caller.user,
@@ -175,7 +175,7 @@ def bulk_action_undo(request: HttpRequest, action_id: int):
     if id_parse(action_id) is None:
         raise ApiError(404, "no such bulk action")
     try:
-        result = bulk_services.bulk_undo(
+        result = bulk_undo(
             action_id=action_id, user=caller.user, made_by=caller.made_by, token_source_id=caller.source_id
         )
     except BulkRefused as exc:

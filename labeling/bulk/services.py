@@ -9,8 +9,7 @@ changed since keeps that later change, and the undo says how many it left.
 
 The actions that write a label (verdict, tags, split) write the acting
 reviewer's own label, as the label form does: a label is a person's
-judgement, so an API token, which is no person, may not make them.
-"""
+judgement, so an API token, which is no person, may not make them."""
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -23,11 +22,10 @@ from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.roles import is_admin
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
 from labeling.bulk.selectors import Selection, SelectionRefused, selection_resolve
-from labeling.bulk.sql import rows_insert, rows_update
+from labeling.bulk.sql import rows_insert
 from labeling.models import (
     Assignment,
     AuditEvent,
@@ -36,12 +34,12 @@ from labeling.models import (
     DatasetPin,
     DoubleReview,
     Label,
-    Settlement,
 )
 from labeling.review.services import LABEL_TAGS, OTHER_TAG_MAX_LENGTH, OTHER_TAGS_MAX
 
 Kind = BulkAction.Kind
 LABEL_KINDS = (Kind.VERDICT, Kind.TAGS_ADD, Kind.TAGS_REMOVE, Kind.SPLIT)
+
 # Keeps every statement far below SQLite's 32,766 parameters and PostgreSQL's 65,535.
 CHUNK = 5000
 QUEUES = ("double",)
@@ -76,7 +74,7 @@ class UndoResult:
     kept: int
 
 
-def _chunks(ids: list[int]) -> Iterator[list[int]]:
+def id_chunks(ids: list[int]) -> Iterator[list[int]]:
     for start in range(0, len(ids), CHUNK):
         yield ids[start : start + CHUNK]
 
@@ -129,7 +127,7 @@ def _check_params(params: BulkParams, *, actor) -> BulkParams:
     return params
 
 
-def _sizes_refresh(category_ids: Iterable[int]) -> None:
+def sizes_refresh(category_ids: Iterable[int]) -> None:
     """Recount the sizes of these categories in one statement."""
     ids = sorted({category_id for category_id in category_ids if category_id is not None})
     if not ids:
@@ -144,15 +142,12 @@ def _sizes_refresh(category_ids: Iterable[int]) -> None:
     Category.objects.filter(id__in=ids).update(size=Coalesce(Subquery(counts, output_field=IntegerField()), Value(0)))
 
 
-def _stamp(moment: datetime) -> str:
+def stamp(moment: datetime) -> str:
     return moment.isoformat()
 
 
-def _unstamp(text: str) -> datetime:
+def unstamp(text: str) -> datetime:
     return datetime.fromisoformat(text)
-
-
-# --- Applying -----------------------------------------------------------------------------
 
 
 def bulk_apply(
@@ -222,7 +217,7 @@ def _apply_move(action: BulkAction, ids: list[int], params: BulkParams, now: dat
             field="category",
         )
     rows = []
-    for chunk in _chunks(ids):
+    for chunk in id_chunks(ids):
         rows += Assignment.objects.filter(item_id__in=chunk).values_list(
             "item_id", "category_id", "area_id", "assigned_by", "reviewer_id", "confidence", "run_id"
         )
@@ -232,11 +227,11 @@ def _apply_move(action: BulkAction, ids: list[int], params: BulkParams, now: dat
     created = [item_id for item_id in ids if item_id not in having]
     changed_ids = [row[0] for row in changed]
     embedded = []
-    for chunk in _chunks(sorted(changed_ids + created)):
+    for chunk in id_chunks(sorted(changed_ids + created)):
         embedded += FeedbackItem.objects.filter(id__in=chunk, status=FeedbackItem.Status.EMBEDDED).values_list(
             "id", flat=True
         )
-    for chunk in _chunks(changed_ids):
+    for chunk in id_chunks(changed_ids):
         Assignment.objects.filter(item_id__in=chunk).update(
             category=target,
             area_id=target.area_id,
@@ -252,11 +247,11 @@ def _apply_move(action: BulkAction, ids: list[int], params: BulkParams, now: dat
         [(item_id, target.id, target.area_id, Assignment.By.REVIEWER, action.actor_id, None, None, now) for item_id in created],
     )
     # Only an embedded item moves on; one still waiting for its vector stays where the pipeline finds it.
-    for chunk in _chunks(list(embedded)):
+    for chunk in id_chunks(list(embedded)):
         FeedbackItem.objects.filter(id__in=chunk, status=FeedbackItem.Status.EMBEDDED).update(
             status=FeedbackItem.Status.ASSIGNED, status_changed_at=now
         )
-    _sizes_refresh([target.id, *(row[1] for row in changed)])
+    sizes_refresh([target.id, *(row[1] for row in changed)])
     action.category = target
     action.params = {"category": target.id, "category_name": target.name}
     action.item_count = len(changed) + len(created)
@@ -264,7 +259,7 @@ def _apply_move(action: BulkAction, ids: list[int], params: BulkParams, now: dat
     if len(ids) > action.item_count:
         action.summary += f" ({_plural(len(ids) - action.item_count)} already there)"
     action.undo = {
-        "at": _stamp(now),
+        "at": stamp(now),
         "target": target.id,
         "ids": changed_ids,
         "category": [row[1] for row in changed],
@@ -280,7 +275,7 @@ def _apply_move(action: BulkAction, ids: list[int], params: BulkParams, now: dat
 
 def _own_labels(ids: list[int], actor) -> list[tuple]:
     rows = []
-    for chunk in _chunks(ids):
+    for chunk in id_chunks(ids):
         rows += Label.objects.filter(item_id__in=chunk, reviewer=actor).values_list(
             "id", "item_id", "verdict", "category_id", "tags", "split", "updated_at"
         )
@@ -291,7 +286,7 @@ def _update_grouped(updates: dict[tuple, list[int]], fields: tuple[str, ...], no
     """One UPDATE per distinct new value (a handful), not one per label."""
     for values, label_ids in updates.items():
         new = {name: (list(value) if name == "tags" else value) for name, value in zip(fields, values)}
-        for chunk in _chunks(label_ids):
+        for chunk in id_chunks(label_ids):
             Label.objects.filter(id__in=chunk).update(**new, updated_at=now)
 
 
@@ -301,7 +296,7 @@ def _apply_verdict(action: BulkAction, ids: list[int], params: BulkParams, now: 
     # A failure is filed under the item's category; any other verdict has none (as the label form says).
     categories: dict[int, int] = {}
     if verdict == Label.Verdict.FAILURE:
-        for chunk in _chunks(ids):
+        for chunk in id_chunks(ids):
             categories.update(
                 Assignment.objects.filter(item_id__in=chunk, category__status__in=Category.OPEN_STATUSES).values_list(
                     "item_id", "category_id"
@@ -332,12 +327,12 @@ def _apply_verdict(action: BulkAction, ids: list[int], params: BulkParams, now: 
     if created:
         action.summary += f" ({len(created):,} new labels)"
     action.undo = {
-        "at": _stamp(now),
+        "at": stamp(now),
         "created": created,
         "ids": [row[0] for row in changed],
         "verdict": [row[1] for row in changed],
         "category": [row[2] for row in changed],
-        "updated_at": [_stamp(row[3]) for row in changed],
+        "updated_at": [stamp(row[3]) for row in changed],
     }
 
 
@@ -372,10 +367,10 @@ def _apply_tags(action: BulkAction, ids: list[int], params: BulkParams, now: dat
     names = ", ".join(f"“{tag}”" for tag in params.tags)
     action.summary = f"{'added' if adding else 'removed'} {names} {'on' if adding else 'from'} {_plural(len(changed))}"
     action.undo = {
-        "at": _stamp(now),
+        "at": stamp(now),
         "ids": [row[0] for row in changed],
         "tags": [row[1] for row in changed],
-        "updated_at": [_stamp(row[2]) for row in changed],
+        "updated_at": [stamp(row[2]) for row in changed],
     }
 
 
@@ -388,10 +383,10 @@ def _apply_split(action: BulkAction, ids: list[int], params: BulkParams, now: da
     action.item_count = len(changed)
     action.summary = f"set the intended split “{Label.Split(params.split).label}” on {_plural(len(changed))}"
     action.undo = {
-        "at": _stamp(now),
+        "at": stamp(now),
         "ids": [row[0] for row in changed],
         "split": [row[1] for row in changed],
-        "updated_at": [_stamp(row[2]) for row in changed],
+        "updated_at": [stamp(row[2]) for row in changed],
     }
 
 
@@ -400,7 +395,7 @@ def _apply_pin(action: BulkAction, ids: list[int], params: BulkParams, now: date
     if dataset is None:
         raise BulkRefused("that dataset does not exist", status=404, field="dataset")
     pinned = set()
-    for chunk in _chunks(ids):
+    for chunk in id_chunks(ids):
         pinned.update(
             DatasetPin.objects.filter(dataset_id=dataset.id, item_id__in=chunk).values_list("item_id", flat=True)
         )
@@ -415,12 +410,12 @@ def _apply_pin(action: BulkAction, ids: list[int], params: BulkParams, now: date
     action.summary = f"pinned {_plural(len(new))} to the dataset “{dataset.name}”"
     if pinned:
         action.summary += f" ({_plural(len(pinned))} pinned already)"
-    action.undo = {"at": _stamp(now), "dataset": dataset.id, "created": new}
+    action.undo = {"at": stamp(now), "dataset": dataset.id, "created": new}
 
 
 def _apply_queue(action: BulkAction, ids: list[int], params: BulkParams, now: datetime) -> None:
     queued = set()
-    for chunk in _chunks(ids):
+    for chunk in id_chunks(ids):
         queued.update(DoubleReview.objects.filter(item_id__in=chunk).values_list("item_id", flat=True))
     new = [item_id for item_id in ids if item_id not in queued]
     rows_insert(DoubleReview, ("item_id", "requested_by_id", "created_at"), [(item_id, action.actor_id, now) for item_id in new])
@@ -429,7 +424,7 @@ def _apply_queue(action: BulkAction, ids: list[int], params: BulkParams, now: da
     action.summary = f"sent {_plural(len(new))} to the double-review queue"
     if queued:
         action.summary += f" ({_plural(len(queued))} there already)"
-    action.undo = {"at": _stamp(now), "created": new}
+    action.undo = {"at": stamp(now), "created": new}
 
 
 _APPLY = {
@@ -441,9 +436,6 @@ _APPLY = {
     Kind.PIN: _apply_pin,
     Kind.QUEUE: _apply_queue,
 }
-
-
-# --- A category merge, made undoable ---------------------------------------------------------
 
 
 def category_merge_undoable(*, category_id: int, target_id: int, user) -> Category:
@@ -474,193 +466,11 @@ def category_merge_undoable(*, category_id: int, target_id: int, user) -> Catego
             params={"source": source.id, "source_name": source.name, "target": target.id, "target_name": target.name},
             summary=f"merged {_category_text(source)} into {_category_text(target)} ({_plural(len(items))})",
             item_count=len(items),
-            undo={"at": _stamp(now), "status": status, "items": items, "labels": labels, "redirected": redirected},
+            undo={"at": stamp(now), "status": status, "items": items, "labels": labels, "redirected": redirected},
             audit_event=event,
             created_at=now,
         )
     return target
-
-
-def _undo_merge(action: BulkAction, user, now: datetime) -> tuple[int, int]:
-    source_id, target_id = action.params["source"], action.params["target"]
-    locked = {c.id: c for c in Category.objects.select_for_update().filter(id__in=[source_id, target_id]).order_by("id")}
-    source, target = locked.get(source_id), locked.get(target_id)
-    if source is None or target is None:
-        raise BulkRefused("one of the two categories no longer exists; the merge cannot be undone", status=409)
-    if source.status != Category.Status.MERGED or source.merged_into_id != target.id:
-        raise BulkRefused(f"“{source.name}” is no longer merged into “{target.name}”", status=409)
-    items, labels, redirected = action.undo["items"], action.undo["labels"], action.undo["redirected"]
-    restored = 0
-    for chunk in _chunks(items):
-        restored += Assignment.objects.filter(item_id__in=chunk, category=target).update(category=source, updated_at=now)
-    for chunk in _chunks(labels):
-        Label.objects.filter(id__in=chunk, category=target).update(category=source)
-    Category.objects.filter(id__in=redirected, merged_into=target).update(merged_into=source, updated_at=now)
-    source.status, source.merged_into, source.updated_at = action.undo["status"], None, now
-    source.save(update_fields=["status", "merged_into", "updated_at"])
-    _sizes_refresh([source.id, target.id])
-    audit_record(
-        actor=user,
-        action="undid merge",
-        category=source,
-        details={"from": {"id": target.id, "name": target.name}, "items moved back": restored},
-    )
-    return restored, len(items) - restored
-
-
-# --- Undoing --------------------------------------------------------------------------------
-
-
-def may_undo(user, action: BulkAction) -> bool:
-    """Whoever did it, or an admin; a token may undo what a token of the same source did."""
-    return user is not None and (is_admin(user) or action.actor_id == user.id)
-
-
-def bulk_undo(*, action_id: int, user, made_by: str, token_source_id: int | None = None) -> UndoResult:
-    """Put back what a bulk action replaced, where nothing changed it since; BulkRefused otherwise.
-
-    `user` None with `token_source_id`: an API token, which may undo what a
-    token of its source did.
-    """
-    with transaction.atomic():
-        action = BulkAction.objects.select_for_update().filter(id=action_id).first()
-        if action is None:
-            raise BulkRefused("no such bulk action", status=404)
-        if token_source_id is not None:
-            allowed = action.actor_id is None and action.params.get("token_source") == token_source_id
-        else:
-            allowed = may_undo(user, action)
-        if not allowed:
-            raise BulkRefused("only whoever made a bulk action, or an admin, may undo it", status=403)
-        if action.undone_at is not None:
-            raise BulkRefused("this bulk action was undone already", status=409)
-        now = timezone.now()
-        if action.kind == Kind.MERGE:
-            restored, kept = _undo_merge(action, user, now)
-        else:
-            restored, kept = _UNDO[action.kind](action, now)
-        action.undone_at, action.undone_by = now, user
-        action.save(update_fields=["undone_at", "undone_by"])
-        details = {"bulk action": action.id, "what": action.summary, "restored": restored, "by": made_by}
-        if kept:
-            details["left as changed since"] = kept
-        audit_record(actor=user, action="undid bulk action", category=action.category, area=action.area, details=details)
-    return UndoResult(action=action, restored=restored, kept=kept)
-
-
-def _undo_move(action: BulkAction, now: datetime) -> tuple[int, int]:
-    undo = action.undo
-    target = undo["target"]
-    ids, created = undo["ids"], undo["created"]
-    # Still where the action put them, as a reviewer's placement: nobody moved them since.
-    untouched = set()
-    for chunk in _chunks(ids + created):
-        untouched.update(
-            Assignment.objects.filter(
-                item_id__in=chunk, category_id=target, assigned_by=Assignment.By.REVIEWER
-            ).values_list("item_id", flat=True)
-        )
-    previous = {
-        item_id: (category, area, by, reviewer, confidence, run)
-        for item_id, category, area, by, reviewer, confidence, run in zip(
-            ids, undo["category"], undo["area"], undo["by"], undo["reviewer"], undo["confidence"], undo["run"]
-        )
-        if item_id in untouched
-    }
-    rows_update(
-        Assignment,
-        "item_id",
-        ("category_id", "area_id", "assigned_by", "reviewer_id", "confidence", "run_id"),
-        [(item_id, *values) for item_id, values in previous.items()],
-        also={"updated_at": now},
-    )
-    removed = [item_id for item_id in created if item_id in untouched]
-    for chunk in _chunks(removed):
-        Assignment.objects.filter(item_id__in=chunk).delete()
-    # The items the action moved on from embedded go back to it, where they were restored.
-    back = sorted(set(undo["embedded"]) & (set(removed) | set(previous)))
-    for chunk in _chunks(back):
-        FeedbackItem.objects.filter(id__in=chunk, status=FeedbackItem.Status.ASSIGNED).update(
-            status=FeedbackItem.Status.EMBEDDED, status_changed_at=now
-        )
-    _sizes_refresh([target, *(values[0] for values in previous.values())])
-    restored = len(previous) + len(removed)
-    return restored, len(ids) + len(created) - restored
-
-
-def _labels_untouched(ids: list[int], at: datetime) -> set[int]:
-    untouched = set()
-    for chunk in _chunks(ids):
-        untouched.update(Label.objects.filter(id__in=chunk, updated_at=at).values_list("id", flat=True))
-    return untouched
-
-
-def _restore_labels(action: BulkAction, fields: tuple[str, ...]) -> tuple[int, int]:
-    """Put back these label fields and each label's own updated_at, where the action's write still stands."""
-    undo = action.undo
-    at = _unstamp(undo["at"])
-    untouched = _labels_untouched(undo["ids"], at)
-    columns = [undo[name] for name in fields]
-    rows = [
-        (label_id, *(column[index] for column in columns), _unstamp(undo["updated_at"][index]))
-        for index, label_id in enumerate(undo["ids"])
-        if label_id in untouched
-    ]
-    names = ["category_id" if name == "category" else name for name in fields]
-    rows_update(Label, "id", (*names, "updated_at"), rows)
-    return len(rows), len(undo["ids"]) - len(rows)
-
-
-def _undo_verdict(action: BulkAction, now: datetime) -> tuple[int, int]:
-    restored, kept = _restore_labels(action, ("verdict", "category"))
-    at = _unstamp(action.undo["at"])
-    created = action.undo["created"]
-    removed = 0
-    for chunk in _chunks(created):
-        labels = Label.objects.filter(item_id__in=chunk, reviewer_id=action.actor_id, updated_at=at)
-        # A settlement made since that kept one of these labels loses that link, as a deletion would do;
-        # then one DELETE instead of the collector's select-then-delete in batches of a few hundred.
-        Settlement.objects.filter(label__in=labels).update(label=None)
-        removed += labels._raw_delete(labels.db)
-    return restored + removed, kept + len(created) - removed
-
-
-def _undo_tags(action: BulkAction, now: datetime) -> tuple[int, int]:
-    return _restore_labels(action, ("tags",))
-
-
-def _undo_split(action: BulkAction, now: datetime) -> tuple[int, int]:
-    return _restore_labels(action, ("split",))
-
-
-def _undo_pin(action: BulkAction, now: datetime) -> tuple[int, int]:
-    removed = DatasetPin.objects.filter(bulk_action=action).delete()[0]
-    return removed, len(action.undo["created"]) - removed
-
-
-def _undo_queue(action: BulkAction, now: datetime) -> tuple[int, int]:
-    at = _unstamp(action.undo["at"])
-    created = action.undo["created"]
-    removed = 0
-    # An item reviewed since it was queued keeps its place: its second review counts for agreement.
-    for chunk in _chunks(created):
-        removed += (
-            DoubleReview.objects.filter(item_id__in=chunk, created_at=at)
-            .exclude(item__labels__created_at__gte=at)
-            .delete()[0]
-        )
-    return removed, len(created) - removed
-
-
-_UNDO = {
-    Kind.MOVE: _undo_move,
-    Kind.VERDICT: _undo_verdict,
-    Kind.TAGS_ADD: _undo_tags,
-    Kind.TAGS_REMOVE: _undo_tags,
-    Kind.SPLIT: _undo_split,
-    Kind.PIN: _undo_pin,
-    Kind.QUEUE: _undo_queue,
-}
 
 
 def refusal_of(exc: SelectionRefused | BulkRefused) -> BulkRefused:

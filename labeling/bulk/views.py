@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from core.ids import id_parse
 from core.roles import reviewer_required
 from labeling.bulk import selectors as bulk_selectors
-from labeling.bulk import services as bulk_services
+from labeling.bulk import services, undo
 from labeling.bulk.selectors import SCOPES, Selection, SelectionRefused
 from labeling.bulk.services import BulkParams, BulkRefused
 
@@ -76,11 +76,11 @@ def bulk_apply(request: HttpRequest) -> HttpResponse:
     )
     try:
         selection, origin = _selection(request)
-        action = bulk_services.bulk_apply(
+        action = services.bulk_apply(
             params=params, selection=selection, actor=request.user, made_by=request.user.get_username(), origin=origin
         )
     except (BulkRefused, SelectionRefused) as exc:
-        return _refused(request, bulk_services.refusal_of(exc))
+        return _refused(request, services.refusal_of(exc))
     messages.success(request, f"Done: {action.summary}. Undo it from “Bulk actions” on this page.")
     return redirect(_next_url(request))
 
@@ -89,7 +89,7 @@ def bulk_apply(request: HttpRequest) -> HttpResponse:
 @require_POST
 def bulk_undo(request: HttpRequest, action_id: int) -> HttpResponse:
     try:
-        result = bulk_services.bulk_undo(action_id=action_id, user=request.user, made_by=request.user.get_username())
+        result = undo.bulk_undo(action_id=action_id, user=request.user, made_by=request.user.get_username())
     except BulkRefused as refusal:
         return _refused(request, refusal)
     text = f"Undone: {result.action.summary}."

@@ -21,7 +21,7 @@ from core.roles import admin_required, is_admin, reviewer_required
 from labeling.areas import selectors as area_selectors
 from labeling.areas import services as area_services
 from labeling.audit import audit_trail
-from labeling.bulk import services as bulk_services
+from labeling.bulk.services import category_merge_undoable
 from labeling.bulk.views import bulk_panel_for
 from labeling.categories import selectors, services
 from labeling.clustering.runs import RunAlreadyActive
@@ -189,7 +189,7 @@ def category_merge(request: HttpRequest, category_id: int) -> HttpResponse:
         if target_id is None:
             raise services.CategoryRefused("Choose the category to merge into.", field="target")
         # Recorded with what it moved, so the target's page can undo it.
-        target = bulk_services.category_merge_undoable(category_id=category_id, target_id=target_id, user=request.user)
+        target = category_merge_undoable(category_id=category_id, target_id=target_id, user=request.user)
     except services.CategoryRefused as refusal:
         return _refused(request, category_id, refusal)
     messages.success(request, f"Merged “{source.name}” into “{target.name}”; its items are here now.")
