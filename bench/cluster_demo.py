@@ -58,7 +58,8 @@ from demo.signals import rating_item, report_item  # noqa: E402
 from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.models import FeedbackItem, Source  # noqa: E402
 from feedback.text import embed_text  # noqa: E402
-from labeling.clustering.algorithm import cluster_vectors, name_clusters  # noqa: E402
+from labeling.clustering.algorithm import cluster_vectors
+from labeling.clustering.names import name_clusters
 from labeling.clustering.runs import cluster_params
 
 # What names a repository rather than a behaviour: no category name may hold one.

@@ -55,13 +55,13 @@ from sklearn.metrics import (  # noqa: E402
 
 from feedback.embedder import embed_texts, model_label  # noqa: E402
 from feedback.text import embed_text  # noqa: E402
-from labeling.clustering.algorithm import (  # noqa: E402
+from labeling.clustering.algorithm import (
     ASSIGN_THRESHOLD,
     ClusterParams,
     assign_to_nearest,
     cluster_vectors,
-    name_clusters,
 )
+from labeling.clustering.names import name_clusters
 
 BANKING77 = ROOT.parent / "shared" / "benchmarks" / "banking77"
 THRESHOLDS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)

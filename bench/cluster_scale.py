@@ -99,7 +99,8 @@ def child(path: str) -> None:
     import scipy.sparse  # noqa: F401  (imported before the baseline, so growth is the work itself)
     import sklearn.cluster  # noqa: F401
 
-    from labeling.clustering.algorithm import cluster_vectors, name_clusters
+    from labeling.clustering.algorithm import cluster_vectors
+    from labeling.clustering.names import name_clusters
 
     vectors = np.load(path)
     texts = Path(path.replace(".npy", ".txt")).read_text().split("\n")

@@ -5,17 +5,17 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from labeling.clustering import algorithm as clustering
+from labeling.clustering import algorithm
 from labeling.clustering.algorithm import (
+    DIMENSIONS,
     ClusterParams,
     assign_to_nearest,
     cluster_vectors,
-    describe_clusters,
     match_clusters,
-    name_clusters,
 )
+from labeling.clustering.names import describe_clusters, name_clusters
 
-DIM = clustering.DIMENSIONS
+DIM = DIMENSIONS
 
 
 def unit(a):
@@ -98,7 +98,7 @@ def test_it_is_deterministic_for_a_fixed_random_state():
 
 
 def test_the_mini_batch_path_is_deterministic_too(monkeypatch):
-    monkeypatch.setattr(clustering, "_EXACT_KMEANS_MAX_ITEMS", 100)
+    monkeypatch.setattr(algorithm, "_EXACT_KMEANS_MAX_ITEMS", 100)
     vectors, truth = blobs(n_blobs=5, per_blob=200, seed=2)
 
     first = cluster_vectors(vectors, random_state=3)

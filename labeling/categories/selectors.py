@@ -19,7 +19,7 @@ from django.utils import timezone
 from core.ids import id_parse, is_id
 from core.roles import is_admin
 from feedback.models import FeedbackItem
-from labeling.clustering import algorithm as clustering
+from labeling.clustering.algorithm import DIMENSIONS
 from labeling.counts import counted, counted_total
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
 from labeling.review.selectors import labels_hidden_from
@@ -269,7 +269,7 @@ def merge_suggestions(*, min_similarity: float = MERGE_SUGGESTION_SIMILARITY, li
     categories = [
         category
         for category in Category.objects.open().filter(size__gt=0).only("id", "name", "status", "size", "centroid")
-        if category.centroid and len(category.centroid) == clustering.DIMENSIONS * 4  # float32
+        if category.centroid and len(category.centroid) == DIMENSIONS * 4  # float32
     ]
     if len(categories) < 2:
         return []

@@ -45,17 +45,30 @@ passes added 0.4 (train) to 2 (test) ARI points. min_similarity 0.5 unassigns
 about 1% of banking77: items that share their cluster's majority intent 40%
 of the time, against 64% for the rest. Higher values cost more than they
 give: at 0.6, 3% are unassigned and the precision of the rest rises by under
-a point, while NMI and ARI (which count unassigned items against us) drop.
-"""
+a point, while NMI and ARI (which count unassigned items against us) drop."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from labeling.clustering.vectors import (
+    centroids_of,
+    compact_labels,
+    label_sums,
+    nearest_centroid,
+    unit_rows,
+)
+from labeling.clustering.ward import (
+    group_graph,
+    join_groups,
+    modularity,
+    most_modular_cut,
+    ward_tree,
+)
 
 DIMENSIONS = 384
 
@@ -128,7 +141,7 @@ class ClusterParams:
     # 0.02-0.036 on CLINC150 (the threshold is right). 1 turns it off.
     coarse_modularity_gain: float = 0.05
     # The coarser cut is the finest whose modularity is within this of the
-    # most modular one (see _most_modular_cut): on 20 StackOverflow tags the
+    # most modular one (see most_modular_cut): on 20 StackOverflow tags the
     # argmax gave ARI 42.5-54.3 over three seeds, this 53.7-55.0.
     coarse_cut_tolerance: float = 0.005
     # Areas: categories grouped by modularity of the neighbour graph at this
@@ -170,8 +183,8 @@ class ClusterResult:
         assigned = self.labels >= 0
         areas[assigned] = self.area_of_cluster[self.labels[assigned]]
         if (~assigned).any():
-            area_centroids = _unit_rows(_sums(self.centroids * self.sizes[:, None], self.area_of_cluster, self.n_areas))
-            areas[~assigned] = _nearest(_unit_rows(vectors[~assigned]), area_centroids)[0]
+            area_centroids = unit_rows(label_sums(self.centroids * self.sizes[:, None], self.area_of_cluster, self.n_areas))
+            areas[~assigned] = nearest_centroid(unit_rows(vectors[~assigned]), area_centroids)[0]
         return areas
 
 
@@ -191,7 +204,7 @@ def cluster_vectors(
     """
     params = params or ClusterParams()
     report = progress or (lambda share: None)
-    x = _unit_rows(vectors)
+    x = unit_rows(vectors)
     n = len(x)
     report(0.0)
     if n == 0:
@@ -200,7 +213,7 @@ def cluster_vectors(
 
     micro, means, sizes = _micro_clusters(x, params, random_state)
     report(0.6)
-    merges = _ward_tree(means, sizes, limit=_ward_threshold(n, params) ** 2)
+    merges = ward_tree(means, sizes, limit=_ward_threshold(n, params) ** 2)
     fine = merges.cut(merges.m - len(merges.cost))  # group per micro-cluster
     neighbours, reference = _item_neighbours(x, params, random_state)
     report(0.7)
@@ -209,8 +222,8 @@ def cluster_vectors(
     # The rest of the Ward tree, above the threshold: over its groups, so it is small.
     fine_k = int(fine.max()) + 1
     fine_sizes = np.bincount(fine, weights=sizes, minlength=fine_k)
-    upper = _ward_tree(_sums(means * sizes[:, None], fine, fine_k) / fine_sizes[:, None], fine_sizes)
-    best_k, coarse_k = _most_modular_cut(
+    upper = ward_tree(label_sums(means * sizes[:, None], fine, fine_k) / fine_sizes[:, None], fine_sizes)
+    best_k, coarse_k = most_modular_cut(
         upper, fine[micro], neighbour_items, neighbours[1], up_to=fine_k, tolerance=params.coarse_cut_tolerance
     )
     if best_k < fine_k and params.coarse_modularity_gain < 1:
@@ -222,7 +235,7 @@ def cluster_vectors(
         # demo corpus sat on the bar and fell to 73 categories when its
         # vectors shifted slightly.
         best = _refined(x, upper.cut(best_k)[fine[micro]], neighbours, reference, params)
-        gain = _modularity(best, neighbour_items, neighbours[1]) - _modularity(labels, neighbour_items, neighbours[1])
+        gain = modularity(best, neighbour_items, neighbours[1]) - modularity(labels, neighbour_items, neighbours[1])
         if gain > params.coarse_modularity_gain:
             # The finer cut near the peak is what is kept, as k-means left
             # it: the vote erodes broad classes' boundaries (20 StackOverflow
@@ -231,7 +244,7 @@ def cluster_vectors(
             labels = _refined(x, upper.cut(coarse_k)[fine[micro]], neighbours, reference, params, vote=False)
     report(0.8)
     labels = _drop_small_clusters(x, labels, params)
-    labels = _compact(labels)
+    labels = compact_labels(labels)
     k = int(labels.max()) + 1 if (labels >= 0).any() else 0
     result = _result(x, labels, k)
     report(0.9)
@@ -265,7 +278,7 @@ def group_into_areas(
     k = n_clusters
     if k <= params.min_areas:
         return np.arange(k, dtype=np.int64)
-    edges = _group_graph(labels, neighbours, np.ones(neighbours.shape), k)
+    edges = group_graph(labels, neighbours, np.ones(neighbours.shape), k)
     total = max(edges.sum(), 1.0)
     degree = edges.sum(axis=1)
     group = np.arange(k)
@@ -278,10 +291,10 @@ def group_into_areas(
         if gain[i, j] <= 0 and alive.sum() <= params.max_areas:
             break
         a, b = live[i], live[j]
-        _join_groups(edges, degree, a, b)
+        join_groups(edges, degree, a, b)
         alive[b] = False
         group[group == b] = a
-    return _compact(group)
+    return compact_labels(group)
 
 
 def match_clusters(
@@ -299,7 +312,7 @@ def match_clusters(
 
     if len(new_centroids) == 0 or len(existing_centroids) == 0:
         return {}
-    similarity = _unit_rows(new_centroids) @ _unit_rows(existing_centroids).T
+    similarity = unit_rows(new_centroids) @ unit_rows(existing_centroids).T
     allowed = similarity >= min_similarity
     # Pairs under the threshold weigh nothing, so the matching never gives up
     # an allowed pair to make room for one that would be thrown away.
@@ -316,48 +329,12 @@ def assign_to_nearest(
     The index is -1 where the best similarity is below `threshold`: an item
     that resembles no category waits for the next cluster run instead.
     """
-    x = _unit_rows(vectors)
+    x = unit_rows(vectors)
     if len(centroids) == 0:
         return np.full(len(x), -1, dtype=np.int64), np.zeros(len(x), dtype=np.float32)
-    index, similarity = _nearest(x, _unit_rows(centroids))
+    index, similarity = nearest_centroid(x, unit_rows(centroids))
     index[similarity < threshold] = -1
     return index, similarity
-
-
-def describe_clusters(texts: list[str], labels: np.ndarray, *, top_n: int = 8) -> dict[int, list[str]]:
-    """Keywords per cluster by class-based TF-IDF (c-TF-IDF, as in BERTopic).
-
-    Each cluster's texts are joined into one document. A term scores by its
-    frequency in the cluster (normalised by the cluster's word count) times
-    log(1 + average words per cluster / the term's frequency over all
-    clusters), so words common everywhere ("the model", "it") sink and words
-    that mark one cluster rise. Unassigned items (-1) take no part.
-    """
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    labels = np.asarray(labels)
-    clusters = sorted(int(c) for c in set(labels.tolist()) if c >= 0)
-    if not clusters:
-        return {}
-    documents = [" ".join(texts[i] for i in np.flatnonzero(labels == c)) for c in clusters]
-    vectorizer = CountVectorizer(stop_words="english", ngram_range=(1, 2))
-    try:
-        counts = vectorizer.fit_transform(documents).toarray().astype(np.float64)
-    except ValueError:  # only stop words or empty texts: nothing to say
-        return {c: [] for c in clusters}
-    terms = vectorizer.get_feature_names_out()
-    words_per_cluster = counts.sum(axis=1, keepdims=True)
-    tf = counts / np.maximum(words_per_cluster, 1)
-    idf = np.log(1 + words_per_cluster.mean() / counts.sum(axis=0))
-    scores = tf * idf
-    out: dict[int, list[str]] = {}
-    for row, cluster in enumerate(clusters):
-        order = np.argsort(-scores[row], kind="stable")
-        out[cluster] = [str(terms[i]) for i in order[:top_n] if scores[row, i] > 0]
-    return out
-
-
-# --- Steps of cluster_vectors -------------------------------------------------------
 
 
 def _micro_clusters(x: np.ndarray, params: ClusterParams, random_state: int):
@@ -377,9 +354,9 @@ def _micro_clusters(x: np.ndarray, params: ClusterParams, random_state: int):
             model = KMeans(m, init="random", n_init=1, random_state=random_state)
         else:
             model = MiniBatchKMeans(m, init="random", n_init=1, batch_size=4096, random_state=random_state)
-        micro = _compact(model.fit_predict(x))
+        micro = compact_labels(model.fit_predict(x))
     sizes = np.bincount(micro)
-    means = _sums(x, micro, len(sizes)) / sizes[:, None]
+    means = label_sums(x, micro, len(sizes)) / sizes[:, None]
     return micro, means, sizes
 
 
@@ -387,92 +364,8 @@ def _refined(x: np.ndarray, labels: np.ndarray, neighbours, reference: np.ndarra
              *, vote: bool = True) -> np.ndarray:
     """A few spherical k-means passes from the given labels, then (unless `vote` is false) the neighbour vote."""
     for _ in range(params.refine_iterations):
-        labels = _compact(_nearest(x, _centroids(x, labels))[0])
+        labels = compact_labels(nearest_centroid(x, centroids_of(x, labels))[0])
     return _smooth_by_neighbours(labels, neighbours, reference, params) if vote else labels
-
-
-def _modularity(labels: np.ndarray, neighbour_items: np.ndarray, weights: np.ndarray) -> float:
-    """Newman modularity of the labels on the item nearest-neighbour graph (edges symmetrised)."""
-    rows = np.repeat(np.arange(len(labels)), neighbour_items.shape[1])
-    cols = neighbour_items.ravel()
-    w = weights.ravel().astype(np.float64)
-    keep = (labels[rows] >= 0) & (labels[cols] >= 0)
-    rows, cols, w = rows[keep], cols[keep], w[keep]
-    total = 2 * w.sum()
-    if total <= 0:
-        return 0.0
-    inside = 2 * w[labels[rows] == labels[cols]].sum()
-    k = int(labels.max()) + 1
-    degree = np.bincount(labels[rows], weights=w, minlength=k) + np.bincount(labels[cols], weights=w, minlength=k)
-    return float(inside / total - ((degree / total) ** 2).sum())
-
-
-def _most_modular_cut(merges: _Merges, leaf: np.ndarray, neighbour_items: np.ndarray, weights: np.ndarray,
-                      *, up_to: int, tolerance: float = 0.0) -> tuple[int, int]:
-    """The numbers of groups (2..up_to) of a Ward tree whose cut is most modular on the item neighbour graph:
-    the argmax, and the finest cut within `tolerance` of it.
-
-    `leaf` is the tree's leaf of each item. Modularity is tracked merge by
-    merge on the leaves' graph: merging groups a and b adds
-    2 (e_ab / total - d_a d_b / total^2). One m x m matrix, O(m) per merge.
-    Near its top the curve is flat, and where exactly it peaks moves with
-    the k-means seed (14 or 17 groups for 20 StackOverflow tags), so the
-    finest cut within `tolerance` of the best is the one to keep: 17-20 on
-    every seed.
-    """
-    m = merges.m
-    if up_to <= 2 or len(merges.cost) < m - up_to:
-        return up_to, up_to
-    edges = _group_graph(leaf, neighbour_items, weights, m)
-    total = edges.sum()
-    if total <= 0:
-        return up_to, up_to
-    degree = edges.sum(axis=1)
-    q = float(np.trace(edges) / total - ((degree / total) ** 2).sum())
-    group = np.arange(m)  # union-find parent: a group is named by one of its leaves
-
-    def root(node: int) -> int:
-        while group[node] != node:
-            group[node] = group[group[node]]
-            node = group[node]
-        return node
-
-    modularity_at: dict[int, float] = {}
-    for step, (a, b) in enumerate(zip(merges.a.tolist(), merges.b.tolist())):
-        k = m - step  # groups before this merge
-        if k <= up_to:
-            modularity_at[k] = q
-        if k <= 2:
-            break
-        a, b = root(a), root(b)
-        q += 2 * (edges[a, b] / total - degree[a] * degree[b] / total**2)
-        _join_groups(edges, degree, a, b)
-        group[b] = a
-    if not modularity_at:
-        return up_to, up_to
-    best_k = max(modularity_at, key=modularity_at.get)
-    best = modularity_at[best_k]
-    return best_k, max(k for k, q in modularity_at.items() if q >= best - tolerance)
-
-
-def _group_graph(groups: np.ndarray, neighbour_items: np.ndarray, weights: np.ndarray, k: int) -> np.ndarray:
-    """k x k symmetric weights of the item neighbour edges between groups (items in group -1 left out)."""
-    rows = np.repeat(groups, neighbour_items.shape[1])
-    cols = groups[neighbour_items.ravel()]
-    keep = (rows >= 0) & (cols >= 0)
-    edges = np.zeros((k, k))
-    np.add.at(edges, (rows[keep], cols[keep]), weights.ravel().astype(np.float64)[keep])
-    return edges + edges.T
-
-
-def _join_groups(edges: np.ndarray, degree: np.ndarray, a: int, b: int) -> None:
-    """Fold group b into group a, in place: its edges (the a-b edges become a's own) and its degree."""
-    edges[a] += edges[b]
-    edges[:, a] += edges[:, b]
-    edges[b] = 0
-    edges[:, b] = 0
-    degree[a] += degree[b]
-    degree[b] = 0
 
 
 def _ward_threshold(n: int, params: ClusterParams) -> float:
@@ -484,84 +377,6 @@ def _ward_threshold(n: int, params: ClusterParams) -> float:
     one category would otherwise stop all merging.
     """
     return params.merge_threshold * math.sqrt(max(n, params.merge_min_items))
-
-
-@dataclass(frozen=True)
-class _Merges:
-    """A Ward tree: the merges of m groups, cheapest first (a, b: the groups merged)."""
-
-    m: int
-    cost: np.ndarray  # squared Ward distance of each merge, ascending
-    a: np.ndarray
-    b: np.ndarray
-
-    def cut(self, k: int) -> np.ndarray:
-        """Group index 0..k-1 per leaf after the m - k cheapest merges."""
-        parent = np.arange(self.m)
-
-        def root(node: int) -> int:
-            while parent[node] != node:
-                parent[node] = parent[parent[node]]
-                node = parent[node]
-            return node
-
-        for a, b in zip(self.a[: self.m - k].tolist(), self.b[: self.m - k].tolist()):
-            parent[root(b)] = root(a)
-        return _compact(np.array([root(node) for node in range(self.m)]))
-
-
-def _ward_tree(means: np.ndarray, sizes: np.ndarray, *, limit: float = np.inf) -> _Merges:
-    """The merges of size-weighted Ward agglomeration over the groups, up to a squared cost of `limit`.
-
-    Nearest-neighbour-chain algorithm: follow nearest neighbours until two
-    groups are each other's nearest, merge them, go on. Ward is "reducible"
-    (a merged group is never closer to a third group than the nearer of its
-    parts was), so reciprocal nearest neighbours can be merged at once, and
-    sorting the merges by cost gives the same tree as merging cheapest
-    first. A group whose nearest neighbour is beyond `limit` is final:
-    nothing can come closer later. O(m^2) distance evaluations, one row at a
-    time, no m x m matrix.
-    """
-    m = len(sizes)
-    mean = means.astype(np.float64).copy()
-    size = sizes.astype(np.float64).copy()
-    sq_norm = np.einsum("ij,ij->i", mean, mean)
-    open_ = np.ones(m, dtype=bool)
-    costs, lefts, rights = [], [], []
-    chain: list[int] = []
-    while open_.sum() > 1:
-        if not chain:
-            chain.append(int(np.argmax(open_)))
-        a = chain[-1]
-        # Squared Ward distance: 2 n_a n_b / (n_a + n_b) * |mean_a - mean_b|^2.
-        gap = np.maximum(sq_norm + sq_norm[a] - 2 * (mean @ mean[a]), 0)
-        cost = 2 * size * size[a] / (size + size[a]) * gap
-        cost[~open_] = np.inf
-        cost[a] = np.inf
-        b = int(np.argmin(cost))
-        if cost[b] > limit:
-            open_[a] = False  # a's group is final
-            chain.clear()  # the chain was built on a; start afresh
-            continue
-        if len(chain) > 1 and cost[chain[-2]] <= cost[b]:
-            b = chain[-2]  # reciprocal nearest neighbours (ties favour the chain)
-            del chain[-2:]
-            costs.append(float(cost[b]))
-            lefts.append(a)
-            rights.append(b)
-            mean[a] = (size[a] * mean[a] + size[b] * mean[b]) / (size[a] + size[b])
-            sq_norm[a] = mean[a] @ mean[a]
-            size[a] += size[b]
-            open_[b] = False
-        else:
-            chain.append(b)
-    order = np.argsort(np.array(costs), kind="stable")
-    return _Merges(
-        m=m,
-        cost=np.array(costs, dtype=np.float64)[order],
-        a=np.array(lefts, dtype=np.int64)[order],
-        b=np.array(rights, dtype=np.int64)[order],
-    )
 
 
 # Neighbours are exact up to this many items (n x n cosines); above it they
@@ -602,7 +417,7 @@ def _smooth_by_neighbours(labels: np.ndarray, neighbours, reference: np.ndarray,
         new = np.asarray(votes.argmax(axis=1)).ravel()
         if np.array_equal(new, labels):
             break
-        labels = _compact(new)
+        labels = compact_labels(new)
     return labels
 
 
@@ -630,10 +445,10 @@ def _drop_small_clusters(x: np.ndarray, labels: np.ndarray, params: ClusterParam
     keep = np.flatnonzero(counts >= params.min_cluster_size)
     if len(keep) == 0:
         return np.full(len(x), -1, dtype=np.int64)
-    centroids = _centroids(x, labels)[keep]
-    index, similarity = _nearest(x, centroids)
+    centroids = centroids_of(x, labels)[keep]
+    index, similarity = nearest_centroid(x, centroids)
     labels = np.where(np.isin(labels, keep), labels, keep[index])
-    own = np.einsum("ij,ij->i", x, _centroids(x, labels)[labels])
+    own = np.einsum("ij,ij->i", x, centroids_of(x, labels)[labels])
     # The floor is min_similarity, lowered where it would unassign more than
     # max_unassigned_share of the items (long texts have lower cosines).
     floor = min(params.min_similarity, float(np.quantile(own, params.max_unassigned_share)))
@@ -642,69 +457,10 @@ def _drop_small_clusters(x: np.ndarray, labels: np.ndarray, params: ClusterParam
     return labels
 
 
-# --- Small helpers ------------------------------------------------------------------
-
-
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """float32 rows of length 1 (zero rows stay zero)."""
-    x = np.asarray(vectors, dtype=np.float32)
-    if x.ndim != 2:
-        raise ValueError(f"expected a 2-d array of vectors, got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
-
-
-def _compact(labels: np.ndarray) -> np.ndarray:
-    """Renumber labels 0..k-1 in order of first appearance; -1 stays -1."""
-    labels = np.asarray(labels, dtype=np.int64)
-    out = np.full(len(labels), -1, dtype=np.int64)
-    assigned = labels >= 0
-    _, first, inverse = np.unique(labels[assigned], return_index=True, return_inverse=True)
-    # Order of first appearance, not of old label value: deterministic and
-    # independent of how earlier steps happened to number things.
-    rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
-    out[assigned] = rank[inverse]
-    return out
-
-
-def _centroids(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """L2-normalised mean per label 0..max(labels); -1 items ignored."""
-    k = int(labels.max()) + 1 if len(labels) else 0
-    return _unit_rows(_sums(x, labels, k))
-
-
-def _sums(x: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
-    """float64 sum of the rows per label 0..k-1; -1 rows ignored.
-
-    A sparse one-hot product: np.add.at does the same but is far slower on
-    100,000 x 384 (seconds per call rather than milliseconds).
-    """
-    from scipy.sparse import csr_matrix
-
-    assigned = np.flatnonzero(labels >= 0)
-    one_hot = csr_matrix(
-        (np.ones(len(assigned)), (labels[assigned], assigned)), shape=(k, len(x))
-    )
-    return np.asarray(one_hot @ x.astype(np.float64))
-
-
-def _nearest(x: np.ndarray, centroids: np.ndarray, chunk: int = 16_384) -> tuple[np.ndarray, np.ndarray]:
-    """Most similar centroid per row and the cosine, in chunks to bound memory."""
-    index = np.empty(len(x), dtype=np.int64)
-    similarity = np.empty(len(x), dtype=np.float32)
-    c = centroids.astype(np.float32)
-    for start in range(0, len(x), chunk):
-        s = x[start : start + chunk] @ c.T
-        best = np.argmax(s, axis=1)
-        index[start : start + chunk] = best
-        similarity[start : start + chunk] = s[np.arange(len(best)), best]
-    return index, similarity
-
-
 def _result(x: np.ndarray, labels: np.ndarray, k: int) -> ClusterResult:
-    centroids = _centroids(x, labels) if k else np.zeros((0, x.shape[1]), dtype=np.float32)
+    centroids = centroids_of(x, labels) if k else np.zeros((0, x.shape[1]), dtype=np.float32)
     if k:
-        _, similarity = _nearest(x, centroids)
+        _, similarity = nearest_centroid(x, centroids)
         assigned = labels >= 0
         similarity[assigned] = np.einsum("ij,ij->i", x[assigned], centroids[labels[assigned]])
     else:
@@ -715,107 +471,3 @@ def _result(x: np.ndarray, labels: np.ndarray, k: int) -> ClusterResult:
         sizes=np.bincount(labels[labels >= 0], minlength=k).astype(np.int64),
         similarity=similarity.astype(np.float32),
     )
-
-
-def _capitalise(term: str) -> str:
-    return re.sub(r"^\w", lambda match: match.group(0).upper(), term)
-
-
-# --- Names ----------------------------------------------------------------------------
-
-# Words the text recipe puts where a file, identifier, hash, link or number was:
-# they say nothing about the failure, so no name is made of them.
-_MASK_WORDS = frozenset({"name", "hash", "link", "n", "secret", "custom", "email", "phone", "ip", "path_home"})
-_WORD = re.compile(r"[a-z][a-z']*[a-z]|[a-z]")
-
-
-def name_clusters(texts: list[str], labels: np.ndarray, *, max_words: int = 5) -> dict[int, str]:
-    """A short phrase per cluster, taken from how its own texts say it ("claimed the tests pass").
-
-    Every phrase of 1 to `max_words` words that some text of the cluster
-    contains (not starting or ending with a stop word, no masked word) is
-    scored by the share of the cluster's texts that contain it, times how
-    much likelier it is there than in the other clusters' texts (a log
-    ratio, so a phrase common everywhere scores nothing), with a small bonus
-    per word so that "edited the wrong file" beats "file". Clusters are named
-    largest first and never take a phrase a sibling already has.
-    """
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    labels = np.asarray(labels)
-    clusters = [int(c) for c in np.unique(labels) if c >= 0]
-    if not clusters:
-        return {}
-    n = len(texts)
-    phrases_of: dict[int, set[str]] = {}
-
-    def phrases(i: int) -> set[str]:
-        if i not in phrases_of:
-            phrases_of[i] = _phrases(texts[i], max_words, ENGLISH_STOP_WORDS)
-        return phrases_of[i]
-
-    # Shares are estimated on evenly spaced samples, so 100,000 texts cost
-    # about as much as _NAMING_SAMPLE: the phrase a cluster is known by is
-    # common in it by definition.
-    everyone = _evenly(np.arange(n), _NAMING_SAMPLE * 4)
-    total: dict[str, int] = {}
-    for i in everyone.tolist():
-        for phrase in phrases(i):
-            total[phrase] = total.get(phrase, 0) + 1
-    sizes = {c: int((labels == c).sum()) for c in clusters}
-    names: dict[int, str] = {}
-    taken: set[str] = set()
-    for cluster in sorted(clusters, key=lambda c: (-sizes[c], c)):
-        members = _evenly(np.flatnonzero(labels == cluster), _NAMING_SAMPLE)
-        inside: dict[str, int] = {}
-        for i in members.tolist():
-            for phrase in phrases(i):
-                inside[phrase] = inside.get(phrase, 0) + 1
-        size = len(members)
-        # The cluster's expected share of the overall sample, to leave it out of "outside".
-        own_in_total = sizes[cluster] * len(everyone) / n
-        rest = max(len(everyone) - own_in_total, 1.0)
-        scored = []
-        for phrase, count in inside.items():
-            share = count / size
-            if count < 2 and size > 2:
-                continue
-            outside = max(total.get(phrase, 0) - share * own_in_total, 0.0) / rest
-            lift = math.log((share + 0.01) / (outside + 0.01))
-            if lift <= 0:
-                continue
-            words = phrase.count(" ") + 1
-            scored.append((share * lift * (1 + 0.7 * (words - 1)), -words, phrase))
-        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-        name = next((phrase for _, _, phrase in scored if phrase not in taken), "")
-        taken.add(name)
-        names[cluster] = _capitalise(name) if name else f"Unnamed group {cluster + 1}"
-    return names
-
-
-_NAMING_SAMPLE = 500
-
-
-def _evenly(indices: np.ndarray, at_most: int) -> np.ndarray:
-    """At most `at_most` of the indices, evenly spaced (all of them when there are fewer)."""
-    if len(indices) <= at_most:
-        return indices
-    return indices[np.linspace(0, len(indices) - 1, at_most).astype(np.int64)]
-
-
-def _phrases(text: str, max_words: int, stop_words) -> set[str]:
-    """The candidate phrases of one text: runs of words with no masked word, not edged by stop words."""
-    out: set[str] = set()
-    for line in re.split(r"[\n.;:!?()\[\]\"]+", text.lower()):
-        words = _WORD.findall(line)
-        for start in range(len(words)):
-            if words[start] in stop_words or words[start] in _MASK_WORDS:
-                continue
-            for end in range(start + 1, min(start + max_words, len(words)) + 1):
-                word = words[end - 1]
-                if word in _MASK_WORDS:
-                    break
-                if word in stop_words or len(word) < 2:
-                    continue
-                out.add(" ".join(words[start:end]))
-    return out

@@ -9,13 +9,15 @@ from django.conf import settings
 from django.utils import timezone
 
 from feedback.models import FeedbackItem
-from labeling.clustering import algorithm as clustering
+from labeling.clustering.algorithm import ClusterParams, match_clusters
+from labeling.clustering.names import describe_clusters, name_clusters
 from labeling.clustering.services import (
     centroid_of,
     id_chunks,
     items_set_status,
     run_audit,
 )
+from labeling.clustering.vectors import unit_rows
 from labeling.models import Area, Assignment, Category
 
 # An earlier item stays in its category unless an existing category's
@@ -106,8 +108,8 @@ def reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _Pl
     unmatched = [c for c in existing.values() if c.status != Category.Status.MERGED and c.id not in taken]
     matches.update(_centroid_matches(result.centroids, rest, unmatched))
 
-    names = clustering.name_clusters(texts, labels) if result.n_clusters else {}
-    keywords = clustering.describe_clusters(texts, labels) if result.n_clusters else {}
+    names = name_clusters(texts, labels) if result.n_clusters else {}
+    keywords = describe_clusters(texts, labels) if result.n_clusters else {}
     now = timezone.now()
     category_of_cluster: dict[int, Category | None] = {}
     matched = created = 0
@@ -156,7 +158,7 @@ def reconcile_categories(run, result, vectors, texts, item_ids, previous) -> _Pl
     similarity = result.similarity.copy()
     kept = _keep_previous(
         run, vectors, categories, similarity, previous_final, final, category_of_cluster, result, stored_centroids,
-        min_size=(clustering.ClusterParams(**run.params) if run.params else clustering.ClusterParams()).min_cluster_size,
+        min_size=(ClusterParams(**run.params) if run.params else ClusterParams()).min_cluster_size,
     )
     created -= len({c.id for c in category_of_cluster.values() if c is not None and c.created_by_run_id == run.id}
                    - {c.id for c in categories if c is not None})
@@ -172,7 +174,7 @@ def _centroid_matches(centroids, clusters, categories) -> dict[int, int]:
     clusters = list(clusters)
     if not clusters or not categories:
         return {}
-    pairs = clustering.match_clusters(
+    pairs = match_clusters(
         centroids[clusters],
         np.vstack([centroid_of(c) for c in categories]),
         min_similarity=settings.CATEGORY_MATCH_SIMILARITY,
@@ -261,7 +263,7 @@ def _store_fit(vectors, categories, item_ids) -> None:
         if category is not None:
             members.setdefault(category.id, []).append(i)
     for category_id, rows in members.items():
-        centroid = clustering._unit_rows(vectors[rows].mean(axis=0, keepdims=True))[0]
+        centroid = unit_rows(vectors[rows].mean(axis=0, keepdims=True))[0]
         similarity = vectors[rows] @ centroid
         closest = np.argsort(-similarity, kind="stable")[:REPRESENTATIVES]
         Category.objects.filter(id=category_id).update(
@@ -296,7 +298,7 @@ def reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previous
     )
     previous_final = [final[previous_area[i]].id if previous_area.get(i) in final else None for i in item_ids]
     matches = _overlap_matches(groups, previous_final, result.n_areas)
-    names = clustering.name_clusters(texts, groups) if result.n_areas else {}
+    names = name_clusters(texts, groups) if result.n_areas else {}
     taken = {a.name for a in final.values() if a.is_open}
     area_of_group: dict[int, Area] = {}
     for group in range(result.n_areas):
@@ -334,7 +336,7 @@ def _areas_refresh_centroids() -> None:
         if not cats:
             continue
         mean = sum(max(c.size, 1) * centroid_of(c) for c in cats)
-        area.centroid = clustering._unit_rows(mean[None, :])[0].astype(np.float32).tobytes()
+        area.centroid = unit_rows(mean[None, :])[0].astype(np.float32).tobytes()
         area.save(update_fields=["centroid"])
 
 

@@ -11,7 +11,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from labeling.clustering import algorithm as clustering
+from labeling.clustering.algorithm import (
+    DIMENSIONS,
+    ClusterParams,
+    ClusterResult,
+    cluster_vectors,
+)
 from labeling.clustering.reconcile import (
     reconcile_areas,
     reconcile_categories,
@@ -22,6 +27,7 @@ from labeling.clustering.services import (
     clusterable_failures,
     vectors_for,
 )
+from labeling.clustering.vectors import unit_rows
 from labeling.models import Assignment, ClusterRun
 from notifications import events as notification_events
 
@@ -70,9 +76,9 @@ def cluster_run_enqueue(*, run_id: int) -> bool:
     return ClusterRun.enqueue(run_clustering, run_id=run_id, then="start the run again later")
 
 
-def cluster_params() -> clustering.ClusterParams:
+def cluster_params() -> ClusterParams:
     """The clustering parameters a new run uses: the defaults with the CLUSTER_* settings applied."""
-    return clustering.ClusterParams(
+    return ClusterParams(
         merge_threshold=settings.CLUSTER_MERGE_THRESHOLD,
         merge_min_items=settings.CLUSTER_MERGE_MIN_ITEMS,
         min_cluster_size=settings.CLUSTER_MIN_CLUSTER_SIZE,
@@ -111,19 +117,19 @@ def _cluster_run_body(run: ClusterRun) -> None:
     run.update(stage="loading vectors", progress=0.02)
     rows = list(clusterable_failures().order_by("id").values_list("id", "embedding_id", "embed_text"))
     item_ids = [row[0] for row in rows]
-    vectors = clustering._unit_rows(vectors_for([row[1] for row in rows]))
+    vectors = unit_rows(vectors_for([row[1] for row in rows]))
     texts = [row[2] for row in rows]
 
     def progress(share: float) -> None:
         run.update(stage="clustering", progress=0.05 + 0.6 * share)
 
-    params = clustering.ClusterParams(**run.params) if run.params else clustering.ClusterParams()
+    params = ClusterParams(**run.params) if run.params else ClusterParams()
     if len(rows) >= params.min_items:
-        result = clustering.cluster_vectors(vectors, params=params, progress=progress)
+        result = cluster_vectors(vectors, params=params, progress=progress)
     else:
-        result = clustering.ClusterResult(
+        result = ClusterResult(
             labels=np.full(len(rows), -1, dtype=np.int64),
-            centroids=np.zeros((0, clustering.DIMENSIONS), dtype=np.float32),
+            centroids=np.zeros((0, DIMENSIONS), dtype=np.float32),
             sizes=np.zeros(0, dtype=np.int64),
             similarity=np.zeros(len(rows), dtype=np.float32),
         )

@@ -11,7 +11,7 @@ from django.utils import timezone
 from feedback.models import Embedding, FeedbackItem
 from feedback.text import EMBED_RECIPE
 from labeling.audit import audit_record
-from labeling.clustering import algorithm as clustering
+from labeling.clustering.algorithm import DIMENSIONS, assign_to_nearest
 from labeling.models import Area, Assignment, Category, ClusterRun
 
 
@@ -33,10 +33,10 @@ def clusterable_failures():
 def vectors_for(embedding_ids: list[int]) -> np.ndarray:
     """Vectors in the order of the ids given (ids may repeat)."""
     if not embedding_ids:
-        return np.zeros((0, clustering.DIMENSIONS), dtype=np.float32)
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
     unique_ids = sorted(set(embedding_ids))
     row_of = {embedding_id: row for row, embedding_id in enumerate(unique_ids)}
-    matrix = np.empty((len(unique_ids), clustering.DIMENSIONS), dtype=np.float32)
+    matrix = np.empty((len(unique_ids), DIMENSIONS), dtype=np.float32)
     for start in range(0, len(unique_ids), 5000):
         chunk = unique_ids[start : start + 5000]
         for embedding_id, vector in Embedding.objects.filter(id__in=chunk).values_list("id", "vector"):
@@ -109,13 +109,13 @@ def _assign_nearest(*, rows: list[tuple[int, int]]) -> list[Assignment]:
         return []
     centroids = np.vstack([centroid_of(c) for c in categories])
     vectors = vectors_for([embedding_id for _, embedding_id in rows])
-    nearest, similarity = clustering.assign_to_nearest(vectors, centroids, threshold=-1.0)
+    nearest, similarity = assign_to_nearest(vectors, centroids, threshold=-1.0)
     floors = np.array(
         [min(settings.ASSIGN_SIMILARITY_THRESHOLD, c.fit_similarity or settings.ASSIGN_SIMILARITY_THRESHOLD) for c in categories]
     )
     areas = list(Area.objects.open().exclude(centroid=None).only("id", "centroid"))
     nearest_area = (
-        clustering.assign_to_nearest(vectors, np.vstack([centroid_of(a) for a in areas]), threshold=-1.0)[0]
+        assign_to_nearest(vectors, np.vstack([centroid_of(a) for a in areas]), threshold=-1.0)[0]
         if areas
         else np.full(len(rows), -1)
     )
