@@ -3,7 +3,8 @@
 import json
 from typing import Any
 
-from exports.formats import WRITERS, iso
+from exports.encoding import iso
+from exports.formats import WRITERS
 from exports.holdout import REASONS
 
 PURPOSE_TEXT = {

@@ -3,7 +3,6 @@ then read back as its consumer would; and checking a stored version by writing i
 
 import functools
 import hashlib
-import json
 import os
 import shutil
 from collections import Counter
@@ -12,21 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from django.conf import settings
 from django.db.models import BooleanField, Value
 
 from exports import selectors
 from exports.card import card_text, manifest_build, manifest_bytes
-from exports.formats import (
-    COLUMNS,
-    WRITERS,
-    CsvWriter,
-    JsonlWriter,
-    ParquetWriter,
-    Writer,
-    csv_reader,
-)
+from exports.files import Writer
+from exports.formats import WRITERS
 from exports.models import Dataset, DatasetVersion
 from exports.records import ExportRecord
 from exports.written import WrittenStrings
@@ -131,61 +122,12 @@ class Counts:
         } | ({} if self.disputed_left_out is None else {"disputed_left_out": self.disputed_left_out})
 
 
-def _last_line(path: Path, size: int) -> bytes:
-    """The last line of a file (without its newline), read from the end in growing blocks."""
-    block = 1 << 16
-    with open(path, "rb") as handle:
-        while True:
-            start = max(0, size - 1 - block)
-            handle.seek(start)
-            tail = handle.read(size - 1 - start)
-            cut = tail.rfind(b"\n")
-            if cut >= 0 or start == 0:
-                return tail[cut + 1 :]
-            block *= 4
-
-
 def _check_loadable(writers: list[Writer]) -> None:
-    """Read each closed file back as its consumer would, on a sample; UnreadableOutput if one fails.
-
-    Every file: on disk with exactly the bytes hashed while writing. JSONL:
-    ends in a newline, and its first and last lines are JSON objects. CSV:
-    the header names the columns and the first row has a cell for each.
-    Parquet: the footer opens, its schema and row count are the writer's, and
-    its last row group reads. The texts of every row were checked while they
-    were written (exports.written), so nothing here reads a whole file again.
-    """
+    """Read each closed file back as its consumer would, on a sample (each writer knows how); UnreadableOutput
+    if one fails. The texts of every row were checked while they were written (exports.written), so nothing
+    here reads a whole file again."""
     for writer in writers:
-        path = writer.path
-        size = path.stat().st_size
-        problem = ""
-        if size != writer.size:
-            problem = f"{size} bytes on disk, {writer.size} written"
-        elif isinstance(writer, JsonlWriter) and writer.rows:
-            with open(path, "rb") as handle:
-                first = handle.readline()
-                handle.seek(size - 1)
-                ends_in_newline = handle.read(1) == b"\n"
-            try:
-                loadable = all(isinstance(json.loads(line), dict) for line in (first, _last_line(path, size)))
-            except ValueError:
-                loadable = False
-            if not ends_in_newline or not loadable:
-                problem = "a line is not a JSON object"
-        elif isinstance(writer, CsvWriter):
-            with open(path, encoding="utf-8", newline="") as handle:
-                reader = csv_reader(handle)
-                header = next(reader, [])
-                first = next(reader, None) if writer.rows else None
-            if header != [name for name, _, _ in COLUMNS] or (writer.rows and (first is None or len(first) != len(header))):
-                problem = "the header or first row does not read back"
-        elif isinstance(writer, ParquetWriter):
-            parquet = pq.ParquetFile(path)
-            groups = parquet.metadata.num_row_groups
-            if parquet.metadata.num_rows != writer.rows or not parquet.schema_arrow.equals(writer.schema):
-                problem = f"{parquet.metadata.num_rows} rows or its schema differ from what was written"
-            elif groups and parquet.read_row_group(groups - 1).num_rows != parquet.metadata.row_group(groups - 1).num_rows:
-                problem = "its last row group does not read back"
+        problem = writer.readback_problem()
         if problem:
             raise UnreadableOutput(f"{writer.file_name} does not read back: {problem}")
 

@@ -41,7 +41,7 @@ from core.storable import may_hold_unstorable_text
 
 FORMATS = ("jsonl", "csv", "parquet", "langfuse", "langsmith")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-# The same limit as exports.formats.CSV_FIELD_SIZE_LIMIT: an exported cell can exceed csv's default.
+# The same limit as exports.tables.CSV_FIELD_SIZE_LIMIT: an exported cell can exceed csv's default.
 CSV_FIELD_SIZE_LIMIT = 2**31 - 1
 PARQUET_BATCH_ROWS = 2_000
 # A line longer than this is refused unread: no storable event comes close
@@ -246,7 +246,7 @@ def reader_for(path: Path, file_format: str) -> Reader:
 
 # --- Mapping records ------------------------------------------------------------
 
-# The columns of this project's items.csv / items.parquet (exports.formats.COLUMNS) that mark that shape.
+# The columns of this project's items.csv / items.parquet (exports.tables.COLUMNS) that mark that shape.
 EXPORT_MARKERS = {"external_id", "kind"}
 # Columns of the event schema that hold JSON when flattened into a CSV cell.
 JSON_COLUMNS = {"context", "model", "context.messages", "context.tool_calls", "context.metadata"}

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from core.csvcells import spreadsheet_safe
 from demo.datasets import DEMO_DATASETS
-from exports.formats import CsvWriter, csv_reader
 from exports.models import Dataset, ExportRun
 from exports.records import ExportRecord
+from exports.tables import CsvWriter, csv_reader
 from exports.writing import dataset_version_verify
 from feedback.models import FeedbackItem
 from feedback.services import api_token_create

@@ -7,9 +7,10 @@ import pytest
 from django.db import connection
 
 from config.celery import app as celery_app
-from exports import datasets, formats, runs, tasks
+from exports import datasets, runs, tasks
 from exports.models import DatasetVersion, ExportRun
 from exports.schemas import ScheduleIn
+from exports.tables import CsvWriter
 from tests.export_factories import (
     dataset_make,
     item_make,
@@ -81,7 +82,7 @@ def test_a_tick_for_a_deleted_dataset_does_nothing():
 def test_a_failed_scheduled_run_is_marked_failed_and_leaves_no_version(export_root, monkeypatch):
     item_make()
     dataset = scheduled("failing")
-    monkeypatch.setattr(formats.CsvWriter, "write", lambda self, records: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(CsvWriter, "write", lambda self, records: (_ for _ in ()).throw(OSError("disk full")))
 
     with pytest.raises(OSError):
         tasks.scheduled_export(dataset.id)
@@ -96,13 +97,13 @@ def test_two_ticks_at_the_same_moment_make_one_version(export_root, monkeypatch)
     for _ in range(3):
         item_make()
     dataset = scheduled("raced")
-    real_write = formats.CsvWriter.write
+    real_write = CsvWriter.write
 
     def slow_write(self, records):
         time.sleep(1.0)  # keeps the first run busy while the second tick arrives
         real_write(self, records)
 
-    monkeypatch.setattr(formats.CsvWriter, "write", slow_write)
+    monkeypatch.setattr(CsvWriter, "write", slow_write)
     results, errors = [], []
     barrier = threading.Barrier(2)
 

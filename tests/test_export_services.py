@@ -10,9 +10,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from exports import datasets, formats, runs, selectors, writing
+from exports import datasets, runs, selectors, writing
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetFilters, DatasetPatch
+from exports.tables import ParquetWriter
 from feedback.models import FeedbackItem
 from labeling.models import Assignment, Category
 from tests.export_factories import (
@@ -335,7 +336,7 @@ def test_a_failed_run_is_marked_failed_with_its_error_and_leaves_no_version(expo
     def broken(self, records):
         raise OSError("disk full")
 
-    monkeypatch.setattr(formats.ParquetWriter, "write", broken)
+    monkeypatch.setattr(ParquetWriter, "write", broken)
     run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(OSError, match="disk full"):
         runs.export_run_execute(run_id=run.id)

@@ -6,9 +6,13 @@ import json
 import orjson
 import pytest
 
-from exports import formats, records, runs, writing
-from exports.formats import _json_text, json_bytes, json_line, json_text
+from exports import records, runs, writing
+from exports.encoding import _json_text, json_bytes, json_line, json_text
+from exports.files import JsonlWriter
+from exports.formats import HintsWriter
 from exports.models import DatasetVersion, ExportRun, Trigger
+from exports.tables import ParquetWriter
+from exports.turns import prompt_turns, rollout_turns
 from exports.written import WrittenStrings
 from feedback.scrubber import ScrubMemo, find_unscrubbed, scrub, scrub_json
 from tests.export_factories import dataset_make, export, item_make, label_make
@@ -187,7 +191,7 @@ def test_a_leak_in_a_string_only_a_format_makes_fails_the_version_naming_that_fi
     """The check reads the rows as written, not the records: a format that builds a text is checked too."""
     item = item_make(comment="Fine comment.")
     label_make(item, hint="Check the key.")
-    original = formats.HintsWriter.lines_of.__func__
+    original = HintsWriter.lines_of.__func__
 
     def leaky(cls, record):
         rows = original(cls, record)
@@ -195,7 +199,7 @@ def test_a_leak_in_a_string_only_a_format_makes_fails_the_version_naming_that_fi
             row["hint"] = "AKIA" + "4HKQ2Z7XNB3LPQWE"  # made by the format, never in a record
         return rows
 
-    monkeypatch.setattr(formats.HintsWriter, "lines_of", classmethod(leaky))
+    monkeypatch.setattr(HintsWriter, "lines_of", classmethod(leaky))
     dataset = dataset_make("derived-leak", formats=("hints_jsonl", "eval_jsonl"))
     run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(writing.UnscrubbedOutput) as failure:
@@ -231,14 +235,14 @@ def _with_output(record, text):
 @pytestmark_db
 def test_a_file_that_does_not_read_back_fails_the_version_and_leaves_nothing(export_root, monkeypatch):
     item_make()
-    close = formats.JsonlWriter.close
+    close = JsonlWriter.close
 
     def close_then_damage(self):
         close(self)
         with open(self.path, "ab") as handle:
             handle.write(b"{not json")  # bytes the hash never saw, as a failing disk might leave
 
-    monkeypatch.setattr(formats.JsonlWriter, "close", close_then_damage)
+    monkeypatch.setattr(JsonlWriter, "close", close_then_damage)
     dataset = dataset_make("damaged", formats=("eval_jsonl", "csv"))
     run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(writing.UnreadableOutput, match=r"eval.jsonl does not read back: \d+ bytes on disk"):
@@ -252,14 +256,14 @@ def test_a_file_that_does_not_read_back_fails_the_version_and_leaves_nothing(exp
 def test_a_parquet_file_with_fewer_rows_than_written_fails_the_version(export_root, monkeypatch):
     item_make()
     item_make()
-    flush = formats.ParquetWriter._flush
+    flush = ParquetWriter._flush
 
     def drop_last(self):
         if self._buffer[0]:
             self._buffer = [column[:-1] for column in self._buffer]
         flush(self)
 
-    monkeypatch.setattr(formats.ParquetWriter, "_flush", drop_last)
+    monkeypatch.setattr(ParquetWriter, "_flush", drop_last)
     run = runs.export_run_start(dataset=dataset_make("short", formats=("parquet",)), trigger=Trigger.COMMAND, enqueue=False)
     with pytest.raises(writing.UnreadableOutput, match="items.parquet does not read back: 1 rows"):
         runs.export_run_execute(run_id=run.id)
@@ -271,12 +275,12 @@ def test_the_turns_built_once_per_record_follow_a_field_that_is_replaced(export_
     from exports import selectors
 
     (record,) = next(selectors.records_stream(selectors.FeedbackItem.objects.all(), with_vector=False))
-    first = formats.rollout_turns(record)
-    assert formats.rollout_turns(record) is first
+    first = rollout_turns(record)
+    assert rollout_turns(record) is first
     record.tool_calls = [{"name": "shell", "arguments": {"command": "ls"}}]
-    again = formats.rollout_turns(record)
+    again = rollout_turns(record)
     assert again is not first and again[0]["tool_calls"][0]["function"]["name"] == "shell"
-    assert orjson.loads(json_bytes(formats.prompt_turns(record))) == record.messages
+    assert orjson.loads(json_bytes(prompt_turns(record))) == record.messages
 
 
 def test_many_rows_at_once_are_checked_as_they_come_and_a_leak_among_them_still_counts():

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from config.celery import app as celery_app
-from exports import formats, runs
+from exports import runs
 from exports.models import DatasetVersion, Trigger
+from exports.tables import ParquetWriter
 from notifications import services
 from notifications.models import Delivery, Event, Notification
 from tests.cluster_factories import add_items, run_clustering
@@ -64,7 +65,7 @@ def test_a_failed_export_announces_its_scrubbed_error_and_leaves_no_version(
     def broken(self, records):
         raise OSError("disk full at /home/alice/exports (ask bob@example.com)")
 
-    monkeypatch.setattr(formats.ParquetWriter, "write", broken)
+    monkeypatch.setattr(ParquetWriter, "write", broken)
     with django_capture_on_commit_callbacks(execute=True):
         run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
         with pytest.raises(OSError, match="disk full"):
