@@ -21,10 +21,16 @@ from core.api import (
     validate_model,
 )
 from core.auth import Caller, api_caller
-from exports import datasets, runs, selectors, writing
+from exports import datasets, runs, writing
 from exports.card import manifest_bytes
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetIn, DatasetPatch, ExportIn
+from exports.selectors import (
+    dataset_latest_run,
+    dataset_versions,
+    datasets_list,
+    version_get,
+)
 from feedback.models import ApiToken
 
 router = Router(tags=["datasets"])
@@ -151,7 +157,7 @@ def _dataset_answer(dataset: Dataset) -> dict:
     return dataset_out(
         dataset,
         latest_version=dataset.versions.order_by("-number").first(),
-        latest_run=selectors.dataset_latest_run(dataset=dataset),
+        latest_run=dataset_latest_run(dataset=dataset),
     )
 
 
@@ -203,7 +209,7 @@ def _dataset_or_404(dataset_id: int) -> Dataset:
 
 
 def _version_or_404(dataset: Dataset, number: int) -> DatasetVersion:
-    version = selectors.version_get(dataset=dataset, number=number)
+    version = version_get(dataset=dataset, number=number)
     if version is None:
         raise ApiError(404, f"dataset '{dataset.name}' has no version {number}")
     return version
@@ -214,7 +220,7 @@ def list_datasets(request: HttpRequest):
     caller_of(request)
     return [
         dataset_out(dataset, latest_version=dataset.latest_version, latest_run=dataset.latest_run)
-        for dataset in selectors.datasets_list()
+        for dataset in datasets_list()
     ]
 
 
@@ -311,7 +317,7 @@ def get_export(request: HttpRequest, dataset_id: int, run_id: int):
 def list_versions(request: HttpRequest, dataset_id: int):
     caller_of(request)
     dataset = _dataset_or_404(dataset_id)
-    return [version_out(request, version) for version in selectors.dataset_versions(dataset=dataset)]
+    return [version_out(request, version) for version in dataset_versions(dataset=dataset)]
 
 
 @router.get(

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from exports import selectors, writing
+from exports import writing
 from exports.datasets import dataset_audit, formats_ordered
 from exports.holdout import (
     EvalDeduplicator,
@@ -37,6 +37,15 @@ from exports.models import (
 )
 from exports.records import ExportRecord
 from exports.schemas import StoredFilters
+from exports.selectors import (
+    categories_with_merged,
+    eval_member_items,
+    in_versions_of,
+    items_matching,
+    pinned_item_ids,
+    record_passes,
+    records_stream,
+)
 from exports.writing import (
     Counts,
     Written,
@@ -252,9 +261,9 @@ def _held_out_guard(
     by the guard (HeldOutUncheckable when that fails).
     """
     if purpose == Purpose.TRAIN:
-        eval_items = selectors.eval_member_items()
+        eval_items = eval_member_items()
         guard = TrainGuard(
-            eval_records=selectors.records_stream(
+            eval_records=records_stream(
                 eval_items, with_vector=True, extra_patterns=extra_patterns, memo=memo
             ),
             outdated_ids=set(eval_items.exclude(embed_recipe=EMBED_RECIPE).values_list("id", flat=True)),
@@ -273,8 +282,8 @@ def _held_out_guard(
     deduplicator = EvalDeduplicator(threshold=threshold)
     if seed_earlier:
         # Incremental: the items of earlier versions of this eval set count as already kept.
-        earlier = FeedbackItem.objects.filter(selectors.in_versions_of(dataset=dataset))
-        for records in selectors.records_stream(earlier, with_vector=True):
+        earlier = FeedbackItem.objects.filter(in_versions_of(dataset=dataset))
+        for records in records_stream(earlier, with_vector=True):
             deduplicator.keep(records)
         deduplicator.held.clear()
     return deduplicator, True, {"train_versions": DatasetVersion.objects.filter(purpose=Purpose.TRAIN).count()}
@@ -282,7 +291,7 @@ def _held_out_guard(
 
 def _export(run: ExportRun) -> DatasetVersion:
     dataset = run.dataset
-    # As stored: a day saved before the range was checked still exports (see selectors.items_matching).
+    # As stored: a day saved before the range was checked still exports (see items_matching).
     filters = StoredFilters.model_validate(dataset.filters)
     formats = formats_ordered(dataset.formats)
     purpose = dataset.purpose
@@ -317,10 +326,10 @@ def _export(run: ExportRun) -> DatasetVersion:
     try:
         run.update(stage="checking held-out items", progress=0.01)
         threshold = similarity_threshold()
-        items = selectors.items_matching(filters=filters, pinned_to=dataset.id)
-        pinned = selectors.pinned_item_ids(dataset_id=dataset.id)
+        items = items_matching(filters=filters, pinned_to=dataset.id)
+        pinned = pinned_item_ids(dataset_id=dataset.id)
         if incremental:
-            items = items.exclude(selectors.in_versions_of(dataset=dataset))
+            items = items.exclude(in_versions_of(dataset=dataset))
         # Read before the guard: the eval items are scrubbed and keyed with the same patterns as these.
         extra_patterns = custom_patterns.all_sources(fresh=True)
         # One scrub memo for the export: its items, the eval items it checks against, and its self-check.
@@ -335,8 +344,8 @@ def _export(run: ExportRun) -> DatasetVersion:
             heartbeat=lambda: run.update(stage="embedding eval items for the held-out check"),
         )
         total = items.count()
-        items = items.annotate(in_opposite_purpose=selectors.in_versions_of(purpose=opposite))
-        category_ids = selectors.categories_with_merged(filters.categories)
+        items = items.annotate(in_opposite_purpose=in_versions_of(purpose=opposite))
+        category_ids = categories_with_merged(filters.categories)
         # Ids and what each member looked like, gathered in the writing pass itself.
         member_states = MemberStates()
         member_ids = member_states.ids
@@ -347,7 +356,7 @@ def _export(run: ExportRun) -> DatasetVersion:
 
         def batches() -> Iterator[list[ExportRecord]]:
             seen = 0
-            for records in selectors.records_stream(
+            for records in records_stream(
                 items, with_vector=with_vector, extra_patterns=extra_patterns, disputed=disputed, memo=memo
             ):
                 seen += len(records)
@@ -355,7 +364,7 @@ def _export(run: ExportRun) -> DatasetVersion:
                     [
                         r
                         for r in records
-                        if r.id in pinned or selectors.record_passes(r, filters, category_ids=category_ids)
+                        if r.id in pinned or record_passes(r, filters, category_ids=category_ids)
                     ]
                 )
                 member_states.add(kept)

@@ -15,12 +15,22 @@ from pydantic import ValidationError
 from core.api import ApiError
 from core.roles import admin_required, reviewer_required
 from core.storable import first_error
-from exports import datasets, runs, selectors, writing
+from exports import datasets, diffs, runs, writing
+from exports import preview as builder_preview
 from exports.api import version_file_response
 from exports.forms import DatasetForm, DatasetPreviewForm, DiffForm, ScheduleForm
 from exports.holdout import REASONS
 from exports.models import Dataset, ExportRun, Mode, Trigger
+from exports.preview import builder_choices
 from exports.schemas import DatasetFilters, DatasetIn, DatasetPatch, ScheduleIn
+from exports.selectors import (
+    dataset_latest_run,
+    dataset_runs,
+    dataset_versions,
+    datasets_list,
+    filters_described,
+    version_get,
+)
 from feedback import custom_patterns
 
 # Runs listed on a dataset's page; older ones stay in the API.
@@ -50,13 +60,13 @@ def _save(form: DatasetForm, save) -> Dataset | None:
 @reviewer_required
 @require_GET
 def dataset_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "exports/list.html", {"datasets": selectors.datasets_list()})
+    return render(request, "exports/list.html", {"datasets": datasets_list()})
 
 
 @reviewer_required
 @require_http_methods(["GET", "POST"])
 def dataset_new(request: HttpRequest) -> HttpResponse:
-    form = DatasetForm(request.POST or None, choices=selectors.builder_choices())
+    form = DatasetForm(request.POST or None, choices=builder_choices())
     if request.method == "POST" and form.is_valid():
         dataset = _save(
             form, lambda spec: datasets.dataset_create(spec=DatasetIn.model_validate(spec), user=request.user)
@@ -74,7 +84,7 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     form = DatasetForm(
         request.POST or None,
         initial=DatasetForm.initial_for(dataset),
-        choices=selectors.builder_choices(),
+        choices=builder_choices(),
         dataset=dataset,
     )
     if request.method == "POST" and form.is_valid():
@@ -113,14 +123,14 @@ def dataset_preview(request: HttpRequest, dataset_id: int | None = None) -> Http
         request.GET,
         # A field fixed once a version exists is not sent by the page: it keeps the dataset's value.
         initial=DatasetForm.initial_for(dataset) if dataset else None,
-        choices=selectors.builder_choices(),
+        choices=builder_choices(),
         dataset=dataset,
     )
     filters, refusal = _preview_filters(form)
     if refusal is not None:
         response = render(request, "exports/_preview.html", {"refusal": refusal}, status=422)
     else:
-        preview = selectors.dataset_preview(
+        preview = builder_preview.dataset_preview(
             filters=filters,
             purpose=form.cleaned_data["purpose"],
             formats=form.cleaned_data["formats"],
@@ -140,19 +150,19 @@ def _run_context(run: ExportRun | None) -> dict:
 
 
 def _detail_page(request: HttpRequest, dataset: Dataset, *, status: int = 200, schedule_form=None) -> HttpResponse:
-    versions = list(selectors.dataset_versions(dataset=dataset))
+    versions = list(dataset_versions(dataset=dataset))
     numbers = sorted(v.number for v in versions)
     diff_initial = {"old": numbers[-2], "new": numbers[-1]} if len(numbers) >= 2 else None
     context = {
         "dataset": dataset,
         "versions": versions,
-        "filters": selectors.filters_described(filters=dataset.filters),
+        "filters": filters_described(filters=dataset.filters),
         "schedule_form": schedule_form
         or ScheduleForm(initial={"cron": dataset.schedule_cron, "mode": dataset.schedule_mode}),
         "diff_form": DiffForm(initial=diff_initial, numbers=numbers) if diff_initial else None,
         "reasons": REASONS,
-        "runs": selectors.dataset_runs(dataset=dataset)[:RECENT_RUNS],
-        **_run_context(selectors.dataset_latest_run(dataset=dataset)),
+        "runs": dataset_runs(dataset=dataset)[:RECENT_RUNS],
+        **_run_context(dataset_latest_run(dataset=dataset)),
     }
     return render(request, "exports/detail.html", context, status=status)
 
@@ -243,7 +253,7 @@ def dataset_delete(request: HttpRequest, dataset_id: int) -> HttpResponse:
 
 
 def _version_or_404(dataset: Dataset, number: int):
-    version = selectors.version_get(dataset=dataset, number=number)
+    version = version_get(dataset=dataset, number=number)
     if version is None:
         raise Http404(f"{dataset.name} has no version {number}")
     return version
@@ -288,7 +298,7 @@ def version_diff(request: HttpRequest, dataset_id: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, format_html("Choose two versions of {} to compare.", dataset.name))
         return _detail_page(request, dataset, status=422)
-    diff = selectors.version_diff(
+    diff = diffs.version_diff(
         old=_version_or_404(dataset, form.cleaned_data["old"]), new=_version_or_404(dataset, form.cleaned_data["new"])
     )
     return render(request, "exports/diff.html", {"dataset": dataset, "diff": diff, "form": form})

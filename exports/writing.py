@@ -14,12 +14,12 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import BooleanField, Value
 
-from exports import selectors
 from exports.card import card_text, manifest_build, manifest_bytes
 from exports.files import Writer
 from exports.formats import WRITERS
 from exports.models import Dataset, DatasetVersion
 from exports.records import ExportRecord
+from exports.selectors import records_stream, version_members
 from exports.written import WrittenStrings
 from feedback import custom_patterns
 from feedback.scrubber import ScrubMemo
@@ -266,7 +266,7 @@ def dataset_version_write(*, version: DatasetVersion, folder: Path) -> Written:
         app_version=version.app_version,
     )
     meta["description"] = version.manifest.get("description", version.dataset.description)
-    items = selectors.version_members(version=version).annotate(
+    items = version_members(version=version).annotate(
         in_opposite_purpose=Value(False, output_field=BooleanField())
     )
     # Today's scrub patterns: a pattern added since the version was written
@@ -276,7 +276,7 @@ def dataset_version_write(*, version: DatasetVersion, folder: Path) -> Written:
     return write_folder(
         folder=folder,
         meta=meta,
-        batches=selectors.records_stream(items, with_vector=False, extra_patterns=extra_patterns, memo=memo),
+        batches=records_stream(items, with_vector=False, extra_patterns=extra_patterns, memo=memo),
         held_out=lambda: version.held_out,
         extra_patterns=extra_patterns,
         memo=memo,

@@ -5,8 +5,8 @@ import json
 import pytest
 from django.test import Client
 
-from exports import selectors
 from exports.models import Dataset
+from exports.selectors import areas_followed, filters_described
 from feedback.services import api_token_create
 from labeling.models import Area, Assignment, Category
 from tests.export_factories import (
@@ -127,8 +127,8 @@ def test_a_chain_of_merges_is_followed_to_its_end():
     Area.objects.filter(id=a.id).update(status=Area.Status.MERGED, merged_into=b)
     Area.objects.filter(id=b.id).update(status=Area.Status.MERGED, merged_into=c)
 
-    assert selectors.areas_followed([a.id]) == {a.id, b.id, c.id}
-    assert selectors.areas_followed([c.id]) == {a.id, b.id, c.id}
+    assert areas_followed([a.id]) == {a.id, b.id, c.id}
+    assert areas_followed([c.id]) == {a.id, b.id, c.id}
 
 
 def test_the_manifest_counts_items_by_area_beside_by_category(export_root, areas):
@@ -229,7 +229,7 @@ def test_a_dataset_made_in_the_form_keeps_its_areas_and_shows_them_by_name(areas
     assert response.status_code == 302, response.content.decode()[:2000]
     dataset = Dataset.objects.get()
     assert dataset.filters == {"areas": [areas["files"].id]}
-    assert ("Areas", "Files and edits") in selectors.filters_described(filters=dataset.filters)
+    assert ("Areas", "Files and edits") in filters_described(filters=dataset.filters)
 
 
 def test_the_form_refuses_an_area_it_does_not_offer(areas):

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import pyarrow.parquet as pq
 import pytest
 
-from exports import selectors
+from exports import preview
 from exports.models import Dataset
 from exports.schemas import FORMATS
 from exports.writing import version_folder
@@ -226,7 +226,7 @@ def test_without_a_format_the_preview_counts_items_only(reviewer, export_root):
 
 
 def test_beyond_its_limit_the_preview_says_at_least_instead_of_guessing(reviewer, export_root, monkeypatch):
-    monkeypatch.setattr(selectors, "PREVIEW_MAX_ITEMS", 3)
+    monkeypatch.setattr(preview, "PREVIEW_MAX_ITEMS", 3)
     for i in range(5):
         label_make(item_make(comment=f"It edited the wrong file ({i})."))
     html = preview_of(reviewer, preview_query("train", ["csv"], {"reviewed_only": True})).content.decode()
@@ -235,7 +235,7 @@ def test_beyond_its_limit_the_preview_says_at_least_instead_of_guessing(reviewer
 
 
 def test_beyond_its_limit_a_count_the_query_decides_alone_stays_exact(reviewer, export_root, monkeypatch):
-    monkeypatch.setattr(selectors, "PREVIEW_MAX_ITEMS", 3)
+    monkeypatch.setattr(preview, "PREVIEW_MAX_ITEMS", 3)
     for i in range(5):
         item_make(comment=f"It edited the wrong file ({i}).")
     html = preview_of(reviewer, preview_query("train", ["csv"], {"rating": "down"})).content.decode()

@@ -11,8 +11,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from exports import datasets, runs, selectors, writing
+from exports.diffs import version_diff
 from exports.models import Dataset, DatasetVersion, ExportRun, Mode, Trigger
 from exports.schemas import DatasetFilters, DatasetPatch
+from exports.selectors import (
+    categories_with_merged,
+    items_matching,
+    record_passes,
+    records_stream,
+)
 from exports.tables import ParquetWriter
 from feedback.models import FeedbackItem
 from labeling.models import Assignment, Category
@@ -165,7 +172,7 @@ def test_versions_record_their_members_so_two_versions_can_be_diffed(export_root
     new_item = item_make(model_version="2.0")
 
     v2 = export(dataset)
-    diff = selectors.version_diff(old=v1, new=v2)
+    diff = version_diff(old=v1, new=v2)
 
     assert member_ids(v1) == {item.id for item in old_items}
     assert (diff.added_count, diff.removed_count, diff.kept_count) == (1, 1, 2)
@@ -221,9 +228,9 @@ def test_each_filter_narrows_the_items(export_root):
     def chosen(**filters) -> set[str]:
         parsed = DatasetFilters.model_validate(filters)
         found = set()
-        for records in selectors.records_stream(selectors.items_matching(filters=parsed), with_vector=False):
-            ids = selectors.categories_with_merged(parsed.categories)
-            found |= {r.id for r in records if selectors.record_passes(r, parsed, category_ids=ids)}
+        for records in records_stream(items_matching(filters=parsed), with_vector=False):
+            ids = categories_with_merged(parsed.categories)
+            found |= {r.id for r in records if record_passes(r, parsed, category_ids=ids)}
         return {name for name, item in items.items() if item.id in found}
 
     assert chosen(rating="up") == {"up"}

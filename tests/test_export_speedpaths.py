@@ -272,9 +272,10 @@ def test_a_parquet_file_with_fewer_rows_than_written_fails_the_version(export_ro
 @pytestmark_db
 def test_the_turns_built_once_per_record_follow_a_field_that_is_replaced(export_root):
     item_make()
-    from exports import selectors
+    from exports.selectors import records_stream
+    from feedback.models import FeedbackItem
 
-    (record,) = next(selectors.records_stream(selectors.FeedbackItem.objects.all(), with_vector=False))
+    (record,) = next(records_stream(FeedbackItem.objects.all(), with_vector=False))
     first = rollout_turns(record)
     assert rollout_turns(record) is first
     record.tool_calls = [{"name": "shell", "arguments": {"command": "ls"}}]

@@ -363,14 +363,14 @@ def test_a_version_with_every_format_filled_has_no_empty_formats(export_root):
 
 
 def test_rows_for_counts_what_each_writer_writes(export_root, every_combination):
-    from exports import selectors
+    from exports.selectors import records_stream
     from feedback.models import FeedbackItem
 
     export(dataset_make("counted", formats=TRAINING_FORMATS))
     folder = export_root / "counted" / "v1"
     records = [
         record
-        for batch in selectors.records_stream(FeedbackItem.objects.all(), with_vector=False)
+        for batch in records_stream(FeedbackItem.objects.all(), with_vector=False)
         for record in batch
     ]
 

@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from exports import selectors, writing
+from exports import writing
+from exports.diffs import version_diff
 from exports.member_states import text_hash
 from exports.models import DatasetVersion, DatasetVersionItem
 from feedback.models import FeedbackItem
@@ -82,7 +83,7 @@ def test_the_diff_reports_a_changed_hint_with_the_current_text_scrubbed(export_r
     relabel(label, hint="Ask rita@example.com which file is meant.")
 
     v2 = export(dataset)
-    diff = selectors.version_diff(old=v1, new=v2)
+    diff = version_diff(old=v1, new=v2)
 
     assert diff.changes_known
     assert (diff.added_count, diff.removed_count, diff.changed_count) == (0, 0, 1)
@@ -104,7 +105,7 @@ def test_a_hint_edited_again_after_the_newer_version_is_reported_without_its_tex
     v2 = export(dataset)
     relabel(label, hint="A third text, in no version.")
 
-    [change] = selectors.version_diff(old=v1, new=v2).changed
+    [change] = version_diff(old=v1, new=v2).changed
 
     assert by_name(change) == {"hint": ("earlier text", "a text changed since")}
 
@@ -119,7 +120,7 @@ def test_an_added_hint_is_shown_and_a_removed_one_reads_none(export_root):
     relabel(gaining, hint="Run the whole suite.")
     relabel(losing, hint="", corrected_response="")
 
-    diff = selectors.version_diff(old=v1, new=export(dataset))
+    diff = version_diff(old=v1, new=export(dataset))
 
     changes = {change.item_id: by_name(change) for change in diff.changed}
     assert changes == {
@@ -141,7 +142,7 @@ def test_the_diff_reports_a_changed_verdict_category_area_and_split_with_names(e
     relabel(label, category=fake_tests, verdict=Label.Verdict.NOT_FAILURE, split="train")
     Assignment.objects.filter(id=assignment.id).update(area=new_area)
 
-    diff = selectors.version_diff(old=v1, new=export(dataset))
+    diff = version_diff(old=v1, new=export(dataset))
 
     [change] = diff.changed
     assert [field.name for field in change.fields] == ["category", "area", "verdict", "split"]
@@ -167,7 +168,7 @@ def test_a_renamed_category_is_no_change_and_a_deleted_one_says_so(export_root):
     doomed_id = doomed.id
     doomed.delete()
 
-    diff = selectors.version_diff(old=v1, new=export(dataset, force=True))
+    diff = version_diff(old=v1, new=export(dataset, force=True))
 
     assert [change.item_id for change in diff.changed] == [moved.id]
     assert by_name(diff.changed[0]) == {
@@ -187,7 +188,7 @@ def test_added_removed_and_changed_items_are_told_apart_with_rows_per_file_of_bo
     arrives = [item_make(model_version="2.0") for _ in range(2)]
 
     v2 = export(dataset)
-    diff = selectors.version_diff(old=v1, new=v2)
+    diff = version_diff(old=v1, new=v2)
 
     assert [item_id for item_id, _ in diff.added] == [item.id for item in arrives]
     assert [item_id for item_id, _ in diff.removed] == [leaves.id]
@@ -208,7 +209,7 @@ def test_a_file_only_one_version_has_shows_no_rows_for_the_other(export_root):
     dataset.save(update_fields=["formats"])
 
     v2 = export(dataset)
-    diff = selectors.version_diff(old=v1, new=v2)
+    diff = version_diff(old=v1, new=v2)
 
     assert [(f.name, f.old_rows, f.new_rows) for f in diff.files] == [
         ("hints.jsonl", None, rows_of(v2, "hints.jsonl")),
@@ -232,7 +233,7 @@ def test_an_older_version_without_recorded_states_says_changes_are_unknown(expor
     added = item_make()
 
     v2 = export(dataset)
-    diff = selectors.version_diff(old=v1, new=v2)
+    diff = version_diff(old=v1, new=v2)
 
     assert not diff.changes_known and diff.changed == [] and diff.changed_count == 0
     assert diff.recorded_since == v2.created_at
@@ -253,7 +254,7 @@ def test_long_lists_are_capped_with_their_counts(export_root, reviewer):
         relabel(label, verdict=Label.Verdict.DUPLICATE)
     v2 = export(dataset)
 
-    diff = selectors.version_diff(old=v1, new=v2, limit=2)
+    diff = version_diff(old=v1, new=v2, limit=2)
 
     assert diff.changed_count == 3 and [c.item_id for c in diff.changed] == [items[0].id, items[1].id]
     assert diff.changed_by_field == {"verdict": 3}
