@@ -26,9 +26,9 @@ from django.db.models.functions import TruncDate
 
 from core.dates import day_window
 from feedback.models import FeedbackItem
-from labeling.compare.comparison import RateRow, fill_figures, holm_flag, table_order
 from labeling.compare.figures import json_round, json_significant
 from labeling.compare.params import CompareParams, Side
+from labeling.compare.rows import RateRow, fill_figures, holm_flag, table_order
 from rollouts import selectors
 from rollouts.models import RolloutFlag
 

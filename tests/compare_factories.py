@@ -5,8 +5,8 @@ import uuid
 from datetime import UTC, date, datetime, time, timedelta
 
 from feedback.models import FeedbackItem, Source
-from labeling.compare.comparison import CategoryRow
 from labeling.compare.params import CompareParams, compare_params_parse
+from labeling.compare.rows import CategoryRow
 from labeling.models import Area, Assignment, Category
 from tests.factories import source_make
 

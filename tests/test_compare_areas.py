@@ -28,8 +28,9 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-from labeling.compare.comparison import AreaRow, comparison_build
+from labeling.compare.comparison import comparison_build
 from labeling.compare.params import CompareParams, compare_params_parse
+from labeling.compare.rows import AreaRow
 from labeling.compare.saved import pinned_regressions, saved_comparison_create
 from labeling.models import Area, Category
 from tests.compare_factories import END, START, add, area_data

@@ -8,16 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from core.csvcells import spreadsheet_safe
-from labeling.compare.comparison import (
-    CHECKS_DENOMINATOR,
-    DENOMINATOR,
-    AreaRow,
-    CategoryRow,
-    Comparison,
-    RateRow,
-    SideSummary,
-)
+from labeling.compare.comparison import CHECKS_DENOMINATOR, DENOMINATOR
 from labeling.compare.figures import json_round, json_significant
+from labeling.compare.rows import AreaRow, CategoryRow, Comparison, RateRow, SideSummary
 from labeling.compare.statistics import ALPHA, MIN_DOWN_TOTAL, MIN_EXPECTED
 
 if TYPE_CHECKING:

@@ -11,9 +11,6 @@ from urllib.parse import urlencode
 from django.utils import timezone
 
 from labeling.compare.comparison import (
-    AreaRow,
-    CategoryRow,
-    Comparison,
     categories_of,
     checks_attach,
     comparison_from_rows,
@@ -28,6 +25,7 @@ from labeling.compare.params import (
     date_in_range,
     default_start,
 )
+from labeling.compare.rows import AreaRow, CategoryRow, Comparison
 from labeling.models import SavedComparison
 
 if TYPE_CHECKING:
