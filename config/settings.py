@@ -285,7 +285,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = WEBHOOK_MAX_BODY_BYTES + 1024
 SWEEPER_GRACE_SECONDS = env_int("SWEEPER_GRACE_SECONDS", 60)
 PIPELINE_MAX_ATTEMPTS = env_int("PIPELINE_MAX_ATTEMPTS", 5)
 # Most items one embedding task takes of those that single events left waiting
-# (feedback.pipeline_services); the model embeds in calls of up to 256 texts.
+# (feedback.pipeline); the model embeds in calls of up to 256 texts.
 PIPELINE_BATCH_SIZE = env_int("PIPELINE_BATCH_SIZE", 256, low=1, high=5000)
 # How long a woken worker waits for more single events before it claims (Redis broker only).
 PIPELINE_GATHER_SECONDS = env_float("PIPELINE_GATHER_SECONDS", 0.1, low=0.0, high=5.0)

@@ -213,7 +213,7 @@ class FeedbackItem(models.Model):
 class ImportRun(models.Model):
     """One file of past signals being imported, its progress and its report.
 
-    The file is read in steps (feedback.import_services): each step claims the
+    The file is read in steps (feedback.imports.services): each step claims the
     run for a while, goes on from `records_done` and saves the counts when it
     stops, so a step whose worker died is taken up by the next one without
     storing anything twice (identity is (source, external_id), as for webhooks).

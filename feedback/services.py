@@ -216,7 +216,7 @@ def items_insert_new(*, items: list[FeedbackItem], receipt_id: uuid.UUID, coales
 
     `coalesce`: the caller stores items a request at a time (webhooks,
     reports), so fewer than a batch are handed on as a wake-up that a worker
-    coalesces with the other requests' items (feedback.pipeline_services);
+    coalesces with the other requests' items (feedback.pipeline);
     bulk paths (imports, the demo) queue their ids in batches as they are.
     """
     if not items:
@@ -316,12 +316,12 @@ def items_enqueue_after_commit(*, item_ids: list[int], coalesce: bool = False) -
     """Hand the items to the pipeline once the caller's transaction commits (at once outside one).
 
     With `coalesce`, fewer items than a batch wake a worker that takes whatever
-    waits, instead of a task of their own (feedback.pipeline_services).
+    waits, instead of a task of their own (feedback.pipeline).
     """
     if not item_ids:
         return
     if coalesce and settings.PIPELINE_COALESCE_SINGLE_EVENTS and len(item_ids) < settings.PIPELINE_BATCH_SIZE:
-        from feedback.pipeline_services import items_wake
+        from feedback.pipeline import items_wake
 
         transaction.on_commit(lambda: items_wake(waiting=len(item_ids)))
     else:
@@ -371,12 +371,12 @@ def items_embed(*, item_ids: list[int]) -> list[int]:
 
     Steps: claim the items still waiting that no other worker holds (others
     were done by an earlier delivery of this task, are being done by a
-    batch, or vanished; pipeline_services.items_claim_and_embed); derive text
+    batch, or vanished; pipeline.items_claim_and_embed); derive text
     and hash; embed each distinct new text once; link items to their vectors;
     mark them embedded. Returns the ids of the items that now have a vector,
     for assignment.
     """
-    from feedback.pipeline_services import EmbedBatch, items_claim_and_embed
+    from feedback.pipeline import EmbedBatch, items_claim_and_embed
 
     batch = EmbedBatch()
     waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).order_by("id")

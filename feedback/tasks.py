@@ -5,7 +5,8 @@ import logging
 from celery import current_app, shared_task
 from django.conf import settings
 
-from feedback import import_services, pipeline_services, services
+from feedback import pipeline, services
+from feedback.imports import services as import_services
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ RETRY_FIRST_SECONDS = 5
 def embed_waiting(gather: bool = True) -> int:
     """Embed a batch of whatever items wait, then hand them to assignment (queue ``embed``).
 
-    What a single event's commit queues (feedback.pipeline_services). Steps:
+    What a single event's commit queues (feedback.pipeline). Steps:
     with `gather`, wait ``PIPELINE_GATHER_SECONDS`` for more events to join;
     clear the wake-up mark, so that commits from now on queue a new one;
     claim up to ``PIPELINE_BATCH_SIZE`` waiting items, oldest first, that no
@@ -32,8 +33,8 @@ def embed_waiting(gather: bool = True) -> int:
     so nothing is embedded twice. A failing batch is embedded one item at a
     time; an item that fails goes to `embed_items`' retries.
     """
-    pipeline_services.items_wake_clear(gather_seconds=settings.PIPELINE_GATHER_SECONDS if gather else 0.0)
-    batch = pipeline_services.items_embed_waiting(limit=settings.PIPELINE_BATCH_SIZE)
+    pipeline.items_wake_clear(gather_seconds=settings.PIPELINE_GATHER_SECONDS if gather else 0.0)
+    batch = pipeline.items_embed_waiting(limit=settings.PIPELINE_BATCH_SIZE)
     _hand_on(embedded_ids=batch.embedded_ids, item_ids=batch.claimed_ids)
     return len(batch.embedded_ids)
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from feedback import views, views_import
+from feedback import views
+from feedback.imports import views as views_import
 
 urlpatterns = [
     path("reports/new", views.report_new, name="report_new"),

@@ -16,19 +16,26 @@ from django.utils import timezone
 from exports.models import Dataset
 from feedback import services
 from feedback.models import ApiToken, FeedbackItem
+from feedback.signatures import sign
 from labeling.models import Area, BulkAction, Category, ClusterRun, SavedComparison
 from notifications import services as notification_services
 from notifications.models import Delivery, Event, Notification
 from rollouts.models import RolloutFlag
-from feedback.signatures import sign
-from tests.factories import client_for, post_signed, rating_event, signed_headers, source_make, user_make
+from tests.factories import (
+    client_for,
+    post_signed,
+    rating_event,
+    signed_headers,
+    source_make,
+    user_make,
+)
 
 pytestmark = pytest.mark.django_db
 
 PUBLIC = {"login", "logout", "openapi-json", "openapi-view", "api-root", "favicon"}
 SIGNED = {"receive_events"}  # Standard Webhooks signature instead of a login
 ADMIN_ONLY = {"category_delete", "dataset_schedule", "dataset_delete", "agreement_sample"}
-# The import pages (feedback/views_import.py), notifications, a source's rollout settings.
+# The import pages (feedback/imports/views.py), notifications, a source's rollout settings.
 ADMIN_ONLY |= {"imports", "import_run", "import_run_status", "rollout_source_settings"}
 ADMIN_ONLY |= {
     "notifications",

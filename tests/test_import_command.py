@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
-from feedback import import_services
+from feedback.imports import services as import_services
 from feedback.models import FeedbackItem, ImportRun, Source
 from tests.factories import rating_event
 

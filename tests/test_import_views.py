@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from feedback import import_services
+from feedback.imports import services as import_services
 from feedback.models import FeedbackItem, ImportRun, Source
 from tests.factories import client_for, rating_event, user_make
 
@@ -124,7 +124,7 @@ def test_an_upload_without_the_csrf_token_is_refused(queued):
 
 
 def test_an_oversize_upload_is_refused_and_nothing_kept(admin, queued, data_dir, monkeypatch):
-    monkeypatch.setattr("feedback.views_import.MAX_UPLOAD_BYTES", 4096)
+    monkeypatch.setattr("feedback.imports.views.MAX_UPLOAD_BYTES", 4096)
 
     response = upload(admin, jsonl(*[rating_event(id=f"e{n}") for n in range(20)]))
 

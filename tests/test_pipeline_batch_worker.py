@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.celery import app as celery_app
-from feedback import pipeline_services, services
+from feedback import pipeline, services
 from feedback.models import Embedding, FeedbackItem
 from tests.factories import post_signed, rating_event, source_make
 from tests.servers import ROOT, database_url, wait_for
@@ -128,7 +128,7 @@ def start_worker(tmp_path):
             pytest.fail("this test needs the Redis broker (REDIS_URL=redis://...)")
         pytest.skip("this test needs the Redis broker (REDIS_URL=redis://...)")
     celery_app.control.purge()
-    pipeline_services.items_wake_clear()
+    pipeline.items_wake_clear()
     started: list[Worker] = []
 
     def start() -> Worker:
@@ -153,7 +153,7 @@ def test_a_worker_process_killed_mid_batch_leaves_the_batch_to_its_redelivery(st
     item_ids = waiting_items(source, BATCH)
     worker = start_worker()
 
-    assert pipeline_services.items_wake(waiting=len(item_ids))
+    assert pipeline.items_wake(waiting=len(item_ids))
     worker.wait_batch_started()
     time.sleep(1.0)  # inside the batch: embedding 200 paragraphs takes longer than this
     assert embedded(item_ids) == 0
@@ -171,7 +171,7 @@ def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_next_batch(clie
     source, _ = source_make()
     item_ids = waiting_items(source, BATCH)
     worker = start_worker()
-    assert pipeline_services.items_wake(waiting=len(item_ids))
+    assert pipeline.items_wake(waiting=len(item_ids))
     worker.wait_batch_started()
     time.sleep(1.0)
     worker.kill_all()  # no process is left to hand the task back: it is not redelivered for an hour
@@ -194,7 +194,7 @@ def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_sweeper(start_w
     source, _ = source_make()
     item_ids = waiting_items(source, BATCH)
     worker = start_worker()
-    assert pipeline_services.items_wake(waiting=len(item_ids))
+    assert pipeline.items_wake(waiting=len(item_ids))
     worker.wait_batch_started()
     time.sleep(1.0)
     worker.kill_all()
@@ -212,12 +212,12 @@ def test_single_events_that_arrive_while_a_batch_runs_are_all_processed_without_
     source, secret = source_make()
     item_ids = waiting_items(source, BATCH)
     worker = start_worker()
-    assert pipeline_services.items_wake(waiting=len(item_ids))
+    assert pipeline.items_wake(waiting=len(item_ids))
     worker.wait_batch_started()
     # The task gathers for a moment, clears the wake-up mark and claims: events posted before the
     # mark is cleared would join the first batch, so post only after (they need a wake-up of their own).
-    wake = pipeline_services._wake_client()
-    wait_for(lambda: not wake.exists(pipeline_services.WAKE_KEY), 30, "the first batch to stop gathering")
+    wake = pipeline._wake_client()
+    wait_for(lambda: not wake.exists(pipeline.WAKE_KEY), 30, "the first batch to stop gathering")
 
     statuses = [
         post_signed(client, source, secret, rating_event(id=f"live-{n}", comment=long_text(BATCH + n))).status_code

@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.celery import app as celery_app
-from feedback import embedder, pipeline_services, services, tasks
+from feedback import embedder, pipeline, services, tasks
 from feedback.models import Embedding, FeedbackItem
 from labeling.models import Assignment, Category
 from tests.factories import celery_broker_use, post_signed, rating_event, source_make
@@ -57,11 +57,11 @@ def redis_broker():
             pytest.fail("this test needs the Redis broker (REDIS_URL=redis://...)")
         pytest.skip("coalescing wake-ups needs the Redis broker (REDIS_URL=redis://...)")
     celery_app.control.purge()
-    pipeline_services.items_wake_clear()
+    pipeline.items_wake_clear()
     client = redis.Redis.from_url(url)
     yield client
     celery_app.control.purge()
-    pipeline_services.items_wake_clear()
+    pipeline.items_wake_clear()
 
 
 def queued_wake_ups(client: redis.Redis) -> int:
@@ -134,7 +134,7 @@ def test_a_wake_up_takes_every_waiting_item_in_one_batch_and_assigns_them(eager,
 def test_a_wake_up_takes_at_most_a_batch_oldest_first(settings):
     source, _ = source_make()
     items = waiting_items(source, 12)
-    batch = pipeline_services.items_embed_waiting(limit=5)
+    batch = pipeline.items_embed_waiting(limit=5)
     assert batch.claimed_ids == [item.id for item in items[:5]]
     assert FeedbackItem.objects.filter(status=FeedbackItem.Status.EMBEDDED).count() == 5
 
@@ -142,7 +142,7 @@ def test_a_wake_up_takes_at_most_a_batch_oldest_first(settings):
 @pytest.mark.django_db
 def test_a_batch_limit_below_one_is_refused():
     with pytest.raises(ValueError, match="at least 1"):
-        pipeline_services.items_embed_waiting(limit=0)
+        pipeline.items_embed_waiting(limit=0)
 
 
 # --- Redelivery and concurrency -----------------------------------------------------------------------
@@ -172,7 +172,7 @@ def test_two_batches_at_once_take_disjoint_items_and_embed_each_once(monkeypatch
     # wanted the first one's rows it would wait for its lock and never get here.
     held = HeldEmbedding(monkeypatch, hold=2)
     results: dict = {}
-    threads = [in_thread(lambda: pipeline_services.items_embed_waiting(limit=8), results, key) for key in "ab"]
+    threads = [in_thread(lambda: pipeline.items_embed_waiting(limit=8), results, key) for key in "ab"]
     held.wait_inside(2)
     held.release.set()
     for thread in threads:
@@ -194,12 +194,12 @@ def test_a_redelivered_task_skips_the_items_a_running_batch_holds_without_waitin
     items = waiting_items(source, 10)
     held = HeldEmbedding(monkeypatch)
     results: dict = {}
-    thread = in_thread(lambda: pipeline_services.items_embed_waiting(limit=100), results, "batch")
+    thread = in_thread(lambda: pipeline.items_embed_waiting(limit=100), results, "batch")
     held.wait_inside()
 
     # The same items by id (a redelivered embed_items, the sweeper's) and a second wake-up: nothing to take.
     assert services.items_embed(item_ids=[item.id for item in items]) == []
-    assert pipeline_services.items_embed_waiting(limit=100).claimed_ids == []
+    assert pipeline.items_embed_waiting(limit=100).claimed_ids == []
 
     held.release.set()
     thread.join(60)
@@ -227,7 +227,7 @@ def test_a_batch_that_fails_is_embedded_one_by_one_and_the_bad_item_is_left_to_i
     queued = []
     monkeypatch.setattr(tasks.embed_items, "apply_async", lambda args, **kw: queued.append((args, kw.get("countdown"))))
 
-    batch = pipeline_services.items_embed_waiting(limit=100)
+    batch = pipeline.items_embed_waiting(limit=100)
 
     assert sorted(batch.embedded_ids) == sorted(item.id for item in items)
     poison.refresh_from_db()
@@ -236,7 +236,7 @@ def test_a_batch_that_fails_is_embedded_one_by_one_and_the_bad_item_is_left_to_i
     assert queued == [([[poison.id]], tasks.RETRY_FIRST_SECONDS)]
     # The next wake-up leaves it to its retries instead of failing a batch again.
     calls.clear()
-    assert pipeline_services.items_embed_waiting(limit=100).claimed_ids == []
+    assert pipeline.items_embed_waiting(limit=100).claimed_ids == []
     assert calls == []
 
 
@@ -251,8 +251,8 @@ def test_single_events_queue_one_wake_up_until_a_worker_starts_it(client, redis_
     assert queued_wake_ups(redis_broker) == 1
 
     # The worker that takes it clears the mark first, then claims all five.
-    pipeline_services.items_wake_clear()
-    assert len(pipeline_services.items_embed_waiting(limit=256).claimed_ids) == 5
+    pipeline.items_wake_clear()
+    assert len(pipeline.items_embed_waiting(limit=256).claimed_ids) == 5
     assert post_signed(client, source, secret, rating_event(id="after", comment=distinct_text(9))).status_code == 202
     assert queued_wake_ups(redis_broker) == 2
 
@@ -288,11 +288,11 @@ def test_a_full_batch_wakes_a_peer_for_the_rest_before_embedding(redis_broker, m
     waiting_items(source, 7)
     held = HeldEmbedding(monkeypatch)
     results: dict = {}
-    pipeline_services.items_wake_clear()
-    thread = in_thread(lambda: pipeline_services.items_embed_waiting(limit=4), results, "first")
+    pipeline.items_wake_clear()
+    thread = in_thread(lambda: pipeline.items_embed_waiting(limit=4), results, "first")
     held.wait_inside()
     assert queued_wake_ups(redis_broker) == 1  # another worker can start on the other three now
-    assert len(pipeline_services.items_embed_waiting(limit=4).claimed_ids) == 3
+    assert len(pipeline.items_embed_waiting(limit=4).claimed_ids) == 3
     held.release.set()
     thread.join(60)
     assert len(results["first"].claimed_ids) == 4
@@ -311,8 +311,8 @@ def test_after_a_broker_outage_the_next_event_queues_a_wake_up_again(client, red
     assert post_signed(client, source, secret, rating_event(id="after", comment=distinct_text(2))).status_code == 202
     assert queued_wake_ups(redis_broker) == 1
     # That wake-up's batch takes the item the outage left waiting too.
-    pipeline_services.items_wake_clear()
-    assert len(pipeline_services.items_embed_waiting(limit=256).claimed_ids) == 2
+    pipeline.items_wake_clear()
+    assert len(pipeline.items_embed_waiting(limit=256).claimed_ids) == 2
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from feedback import import_services
+from feedback.imports import services as import_services
 from feedback.models import FeedbackItem, ImportRun
 from tests.browser.conftest import log_in
 from tests.factories import rating_event

@@ -7,7 +7,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from feedback import import_services, importing
+from feedback.imports import services as import_services
+from feedback.imports.readers import FORMATS
 from feedback.models import ImportRun
 
 REFUSALS_SHOWN = 50
@@ -23,7 +24,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file")
         parser.add_argument("--source", required=True, help="the source the items belong to (made if it does not exist)")
-        parser.add_argument("--format", choices=importing.FORMATS, help="default: from the file's extension")
+        parser.add_argument("--format", choices=FORMATS, help="default: from the file's extension")
         parser.add_argument(
             "--name",
             action="append",

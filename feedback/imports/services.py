@@ -28,7 +28,15 @@ from pydantic import ValidationError
 
 from core import jobs
 from core.storable import first_error, unstorable_error
-from feedback import importing, services
+from feedback import services
+from feedback.imports.mapping import map_record, refusal
+from feedback.imports.readers import (
+    Candidate,
+    FormatError,
+    Reader,
+    format_for,
+    reader_for,
+)
 from feedback.models import FeedbackItem, ImportRun, Source
 from feedback.schemas import RatingEvent, ReportIn
 
@@ -80,8 +88,8 @@ def import_run_create(
     The format is checked here, and a parquet file opened, so a file that
     cannot be read at all is refused before anything is queued.
     """
-    file_format = importing.format_for(file_name, file_format or None)
-    reader = importing.reader_for(path, file_format)
+    file_format = format_for(file_name, file_format or None)
+    reader = reader_for(path, file_format)
     return ImportRun.objects.create(
         source=source,
         file_name=file_name[:255],
@@ -141,7 +149,7 @@ def import_run_from_upload(
                 owns_file=True,
             )
             transaction.on_commit(lambda: import_run_enqueue(run=run))
-    except importing.FormatError as exc:
+    except FormatError as exc:
         stored.unlink(missing_ok=True)
         raise ImportRefused(str(exc), "file") from None
     return run, created
@@ -177,7 +185,7 @@ class StepReport:
 @dataclass
 class _Batch:
     run: ImportRun
-    candidates: list[tuple[int, importing.Candidate]] = field(default_factory=list)
+    candidates: list[tuple[int, Candidate]] = field(default_factory=list)
     records: int = 0
     # The checkpoint after this batch: the seq of its last record.
     last_seq: int | None = None
@@ -223,15 +231,15 @@ def import_run_step(
     names = frozenset(run.options.get("names") or ())
     report = StepReport()
     try:
-        reader = importing.reader_for(Path(run.path), run.format)
+        reader = reader_for(Path(run.path), run.format)
         batch = _Batch(run)
         for record in reader.records(start=run.records_done):
             batch.records += 1
             batch.last_seq = record.seq
             if record.error is not None:
-                batch.candidates.append((record.line, importing.refusal(record.error)))
+                batch.candidates.append((record.line, refusal(record.error)))
             else:
-                for candidate in importing.map_record(record.value, run.format, names=names):
+                for candidate in map_record(record.value, run.format, names=names):
                     candidate.screen_text = record.screen_text
                     batch.candidates.append((record.line, candidate))
             if batch.records >= BATCH_RECORDS:
@@ -244,7 +252,7 @@ def import_run_step(
                     report.more = True
                     return report
         report.stored += _settle(batch, reader, on_refusal)
-    except importing.FormatError as exc:
+    except FormatError as exc:
         _finish(run, ImportRun.Status.FAILED, error=str(exc))
         return report
     except Exception as exc:
@@ -271,7 +279,7 @@ def _finish(run: ImportRun, status: str, *, error: str = "") -> None:
             pass
 
 
-def _settle(batch: _Batch, reader: importing.Reader, on_refusal) -> int:
+def _settle(batch: _Batch, reader: Reader, on_refusal) -> int:
     """Validate and store a batch, then save the run's counts and checkpoint together; returns how many were stored."""
     run = batch.run
     stored, duplicates, refusals, skipped = _store(run.source, batch.candidates)
@@ -298,7 +306,7 @@ def _settle(batch: _Batch, reader: importing.Reader, on_refusal) -> int:
     return stored
 
 
-def _refusal(line: int, candidate: importing.Candidate, reason: str, field_path: str) -> dict[str, Any]:
+def _refusal(line: int, candidate: Candidate, reason: str, field_path: str) -> dict[str, Any]:
     shown = candidate.shown_id
     if shown is None and isinstance(candidate.data, dict):
         # The id as the event gives it, when it is text fit to show (as in a webhook's result).
@@ -308,7 +316,7 @@ def _refusal(line: int, candidate: importing.Candidate, reason: str, field_path:
     return {"line": line, "id": shown, "field": field_path, "reason": reason}
 
 
-def _store(source: Source, candidates: list[tuple[int, importing.Candidate]]) -> tuple[int, int, list[dict], int]:
+def _store(source: Source, candidates: list[tuple[int, Candidate]]) -> tuple[int, int, list[dict], int]:
     """(stored, duplicates, refusals, skipped) for one batch of candidates."""
     receipt_id = uuid.uuid4()
     pending: dict[str, FeedbackItem] = {}
@@ -336,7 +344,7 @@ def _store(source: Source, candidates: list[tuple[int, importing.Candidate]]) ->
     return len(new), duplicates + len(pending) - len(new), refusals, skipped
 
 
-def _item_for(source: Source, candidate: importing.Candidate, receipt_id: uuid.UUID) -> FeedbackItem | tuple[str, str]:
+def _item_for(source: Source, candidate: Candidate, receipt_id: uuid.UUID) -> FeedbackItem | tuple[str, str]:
     """The row for a candidate, or (reason, field) when it breaks a rule a webhook event would break."""
     data = candidate.data
     for value in (data, candidate.raw) if candidate.raw is not data else (data,):

@@ -8,7 +8,8 @@ from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.roles import admin_required
-from feedback import import_services, importing
+from feedback.imports import services as import_services
+from feedback.imports.readers import FORMATS, FormatError, format_for
 from feedback.models import ImportRun, Source
 
 # An upload is stored on disk, never held in memory, so the limit is about disk and patience.
@@ -23,7 +24,7 @@ class ImportForm(forms.Form):
         help_text="The source the items belong to: an existing one's name, or a new name (made as an import source).",
     )
     format = forms.ChoiceField(
-        choices=[("", "From the file name's extension")] + [(name, name) for name in importing.FORMATS],
+        choices=[("", "From the file name's extension")] + [(name, name) for name in FORMATS],
         required=False,
     )
     names = forms.CharField(
@@ -44,8 +45,8 @@ class ImportForm(forms.Form):
         upload = cleaned.get("file")
         if upload is not None:
             try:
-                cleaned["format"] = importing.format_for(upload.name, cleaned.get("format") or None)
-            except importing.FormatError as exc:
+                cleaned["format"] = format_for(upload.name, cleaned.get("format") or None)
+            except FormatError as exc:
                 self.add_error("format", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
         return cleaned
 
