@@ -43,7 +43,7 @@ from demo.corpus import (  # noqa: E402
     generate_rollouts,
 )
 from feedback.scrubber import scrub_json  # noqa: E402
-from rollouts.checks import CheckSettings, run_checks  # noqa: E402
+from rollouts.checks import CheckSettings, run_checks
 
 ANCHOR = datetime(2026, 12, 1, tzinfo=UTC)
 

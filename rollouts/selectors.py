@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from feedback.models import FeedbackItem
 from labeling.compare.params import version_key
-from rollouts import checks
+from rollouts.checks import BUILTIN_NAMES, CHECKS, CHECKS_BY_NAME, CUSTOM_PREFIX
 from rollouts.models import CheckedRollout, CustomCheck, RolloutFlag
 
 # A flag counts against a rollout unless a reviewer dismissed it.
@@ -31,7 +31,7 @@ class CheckInfo:
 
 def check_catalogue() -> list[CheckInfo]:
     """The built-in checks, then each source's active custom checks (one row per name)."""
-    rows = [CheckInfo(c.name, c.title, c.explanation, c.kind, c.tag) for c in checks.CHECKS]
+    rows = [CheckInfo(c.name, c.title, c.explanation, c.kind, c.tag) for c in CHECKS]
     seen = set()
     for custom in CustomCheck.objects.filter(is_active=True).select_related("source").order_by("name", "source__name"):
         if custom.check_name in seen:
@@ -43,12 +43,12 @@ def check_catalogue() -> list[CheckInfo]:
 
 
 def check_info(name: str) -> CheckInfo | None:
-    builtin = checks.CHECKS_BY_NAME.get(name)
+    builtin = CHECKS_BY_NAME.get(name)
     if builtin is not None:
         return CheckInfo(builtin.name, builtin.title, builtin.explanation, builtin.kind, builtin.tag)
-    if name.startswith(checks.CUSTOM_PREFIX):
+    if name.startswith(CUSTOM_PREFIX):
         custom = (
-            CustomCheck.objects.filter(name=name.removeprefix(checks.CUSTOM_PREFIX)).select_related("source").first()
+            CustomCheck.objects.filter(name=name.removeprefix(CUSTOM_PREFIX)).select_related("source").first()
         )
         if custom is not None:
             return CheckInfo(name, custom.name, custom.explanation, "custom", source=custom.source.name)
@@ -57,15 +57,15 @@ def check_info(name: str) -> CheckInfo | None:
 
 def check_title(name: str) -> str:
     """A check's title without a query: a built-in check's own, a custom check's name."""
-    builtin = checks.CHECKS_BY_NAME.get(name)
-    return builtin.title if builtin else name.removeprefix(checks.CUSTOM_PREFIX)
+    builtin = CHECKS_BY_NAME.get(name)
+    return builtin.title if builtin else name.removeprefix(CUSTOM_PREFIX)
 
 
 def check_names() -> list[str]:
     """Every check name a filter may name: built-in and custom (also retired ones that left flags)."""
-    names = list(checks.BUILTIN_NAMES)
+    names = list(BUILTIN_NAMES)
     names += sorted(
-        {f"{checks.CUSTOM_PREFIX}{name}" for name in CustomCheck.objects.values_list("name", flat=True)} - set(names)
+        {f"{CUSTOM_PREFIX}{name}" for name in CustomCheck.objects.values_list("name", flat=True)} - set(names)
     )
     return names
 
@@ -188,7 +188,7 @@ def flag_rates_by_version(*, since: date | None = None) -> tuple[list[str], list
     for row in flagged:
         names.add(row["check_name"])
         rows[row["item__model_version"]].flagged[row["check_name"]] = row["n"]
-    order = [name for name in checks.BUILTIN_NAMES] + sorted(names - set(checks.BUILTIN_NAMES))
+    order = [name for name in BUILTIN_NAMES] + sorted(names - set(BUILTIN_NAMES))
     return order, sorted(rows.values(), key=lambda row: version_key(row.version))
 
 

@@ -16,7 +16,17 @@ from feedback.scrubber import scrub_json
 from labeling.audit import audit_record
 from labeling.models import Label
 from labeling.review.services import LabelRefused, label_save
-from rollouts import checks
+from rollouts.calls import Call, arguments_text, calls_of
+from rollouts.checks import (
+    BUILTIN_NAMES,
+    CHECKS_BY_NAME,
+    CHECKS_VERSION,
+    CUSTOM_PREFIX,
+    CheckSettings,
+    CustomRule,
+    Hit,
+    run_checks,
+)
 from rollouts.models import (
     CheckedRollout,
     CustomCheck,
@@ -47,28 +57,28 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
     return re.compile(pattern, re.IGNORECASE) if pattern else None
 
 
-def custom_rule(check: CustomCheck) -> checks.CustomRule:
-    return checks.CustomRule(
+def custom_rule(check: CustomCheck) -> CustomRule:
+    return CustomRule(
         name=check.check_name,
         tool_pattern=_compiled(check.tool_pattern),
         arguments_pattern=_compiled(check.arguments_pattern),
     )
 
 
-def settings_for_sources(source_ids: Iterable[int]) -> dict[int, checks.CheckSettings]:
+def settings_for_sources(source_ids: Iterable[int]) -> dict[int, CheckSettings]:
     """Each source's allow-list and active custom checks, read in two queries."""
     source_ids = set(source_ids)
     hosts = dict(
         SourceRolloutSettings.objects.filter(source_id__in=source_ids).values_list("source_id", "allowed_hosts")
     )
-    rules: dict[int, list[checks.CustomRule]] = {}
+    rules: dict[int, list[CustomRule]] = {}
     for check in CustomCheck.objects.filter(source_id__in=source_ids, is_active=True):
         try:
             rules.setdefault(check.source_id, []).append(custom_rule(check))
         except re.error:  # saved through the service it compiles; a hand-edited row is skipped, not fatal
             continue
     return {
-        source_id: checks.CheckSettings(
+        source_id: CheckSettings(
             allowed_hosts=tuple(str(host).lower() for host in hosts.get(source_id) or ()),
             custom=tuple(rules.get(source_id, ())),
         )
@@ -88,7 +98,7 @@ def rollout_context(item: FeedbackItem) -> dict:
     return item.context if isinstance(item.context, dict) else {}
 
 
-def shown_call(hit: checks.Hit, *, rule: checks.CustomRule | None, extra_patterns) -> str:
+def shown_call(hit: Hit, *, rule: CustomRule | None, extra_patterns) -> str:
     """The call as a reviewer may see it: every string scrubbed, a custom pattern's matches masked.
 
     A custom pattern may match something the scrubber has no rule for (a
@@ -100,8 +110,8 @@ def shown_call(hit: checks.Hit, *, rule: checks.CustomRule | None, extra_pattern
     if call.result and hit.check != "secrets":
         shown["result"] = call.result[:RESULT_SHOWN_MAX]
     if rule is not None and rule.arguments_pattern is not None:
-        text = checks.arguments_text(call)
-        shown["arguments"] = rule.arguments_pattern.sub(f"[MATCHED:{rule.name.removeprefix(checks.CUSTOM_PREFIX)}]", text)
+        text = arguments_text(call)
+        shown["arguments"] = rule.arguments_pattern.sub(f"[MATCHED:{rule.name.removeprefix(CUSTOM_PREFIX)}]", text)
     scrubbed, _ = scrub_json(shown, extra_patterns=extra_patterns)
     text = json.dumps(scrubbed, ensure_ascii=False, indent=2, default=str)
     return text if len(text) <= SHOWN_CALL_MAX else text[: SHOWN_CALL_MAX - 1] + "…"
@@ -133,7 +143,7 @@ def items_check(*, item_ids: Sequence[int], force: bool = False) -> CheckOutcome
     """
     items = FeedbackItem.objects.filter(id__in=list(item_ids)).only("id", "source_id", "context", "raw_payload")
     if not force:
-        items = items.exclude(checked_rollout__checks_version=checks.CHECKS_VERSION)
+        items = items.exclude(checked_rollout__checks_version=CHECKS_VERSION)
     items = list(items)
     outcome = CheckOutcome()
     if not items:
@@ -141,7 +151,7 @@ def items_check(*, item_ids: Sequence[int], force: bool = False) -> CheckOutcome
     per_source = settings_for_sources(item.source_id for item in items)
     rules = {(rule.name, source_id): rule for source_id, settings in per_source.items() for rule in settings.custom}
     custom_ids = dict(
-        ((f"{checks.CUSTOM_PREFIX}{name}", source_id), check_id)
+        ((f"{CUSTOM_PREFIX}{name}", source_id), check_id)
         for check_id, name, source_id in CustomCheck.objects.filter(
             source_id__in=per_source, is_active=True
         ).values_list("id", "name", "source_id")
@@ -152,9 +162,9 @@ def items_check(*, item_ids: Sequence[int], force: bool = False) -> CheckOutcome
     found_keys: dict[int, set[tuple[str, str]]] = {}
     checked: list[CheckedRollout] = []
     for item in items:
-        calls, hits = checks.run_checks(rollout_context(item), per_source[item.source_id])
+        calls, hits = run_checks(rollout_context(item), per_source[item.source_id])
         found_keys[item.id] = {(hit.check, hit.call.location) for hit in hits}
-        checked.append(CheckedRollout(item_id=item.id, calls=len(calls), checks_version=checks.CHECKS_VERSION, checked_at=now))
+        checked.append(CheckedRollout(item_id=item.id, calls=len(calls), checks_version=CHECKS_VERSION, checked_at=now))
         for hit in hits:
             rule = rules.get((hit.check, item.source_id))
             new_flags.append(
@@ -200,7 +210,7 @@ class FlagRefused(Exception):
 
 
 def _tag_of(check_name: str) -> str:
-    check = checks.CHECKS_BY_NAME.get(check_name)
+    check = CHECKS_BY_NAME.get(check_name)
     return check.tag if check else ""
 
 
@@ -309,7 +319,7 @@ def allowed_hosts_set(*, source: Source, hosts: Sequence[str], actor=None) -> So
     return row
 
 
-def _sample_calls(*, source: Source, sample: str) -> list[checks.Call]:
+def _sample_calls(*, source: Source, sample: str) -> list[Call]:
     """The calls a new check is tried on: the admin's sample (a tool call or a context, as JSON), else the
     source's latest rollouts."""
     if sample.strip():
@@ -318,11 +328,11 @@ def _sample_calls(*, source: Source, sample: str) -> list[checks.Call]:
         except ValueError as exc:
             raise CheckRefused(f"the sample is not JSON: {exc}", field="sample") from None
         if isinstance(value, dict) and ("tool_calls" in value or "messages" in value):
-            calls = checks.calls_of(value)
+            calls = calls_of(value)
         elif isinstance(value, dict):
-            calls = checks.calls_of({"tool_calls": [value]})
+            calls = calls_of({"tool_calls": [value]})
         elif isinstance(value, list):
-            calls = checks.calls_of({"tool_calls": value})
+            calls = calls_of({"tool_calls": value})
         else:
             calls = []
         if not calls:
@@ -335,7 +345,7 @@ def _sample_calls(*, source: Source, sample: str) -> list[checks.Call]:
         .only("id", "context", "raw_payload")[:CUSTOM_SAMPLE_ROLLOUTS]
     )
     for item in recent:
-        calls += checks.calls_of(rollout_context(item))
+        calls += calls_of(rollout_context(item))
     return calls
 
 
@@ -372,7 +382,7 @@ def custom_check_create(
     explanation = " ".join((explanation or "").split())
     if not _CHECK_NAME.match(name):
         raise CheckRefused("name: 1-50 lowercase letters, digits, '_' or '-', starting with a letter or digit", field="name")
-    if name in checks.BUILTIN_NAMES:
+    if name in BUILTIN_NAMES:
         raise CheckRefused(f"{name!r} is a built-in check; pick another name", field="name")
     if CustomCheck.objects.filter(source=source, name=name).exists():
         raise CheckRefused(f"{source} has a check named {name!r} already", field="name")
@@ -384,8 +394,8 @@ def custom_check_create(
         raise CheckRefused("give a tool name pattern, an arguments pattern, or both", field="tool_pattern")
     if len(tool_pattern) > 500 or len(arguments_pattern) > 1000:
         raise CheckRefused("a pattern is too long (500 characters for the tool, 1000 for the arguments)", field="arguments_pattern")
-    rule = checks.CustomRule(
-        name=f"{checks.CUSTOM_PREFIX}{name}",
+    rule = CustomRule(
+        name=f"{CUSTOM_PREFIX}{name}",
         tool_pattern=_pattern(tool_pattern, field="tool_pattern", what="tool name"),
         arguments_pattern=_pattern(arguments_pattern, field="arguments_pattern", what="arguments"),
     )

@@ -2,14 +2,8 @@
 
 import pytest
 
-from rollouts.checks import (
-    CHECKS,
-    CheckSettings,
-    CustomRule,
-    calls_of,
-    host_allowed,
-    run_checks,
-)
+from rollouts.calls import calls_of
+from rollouts.checks import CHECKS, CheckSettings, CustomRule, host_allowed, run_checks
 
 
 def hits_of(*calls, settings=CheckSettings(), messages=None):

@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 
 from django import template
 
-from rollouts import checks, selectors
+from rollouts import selectors
+from rollouts.checks import CHECKS, CUSTOM_PREFIX
 
 register = template.Library()
 
@@ -17,8 +18,8 @@ register = template.Library()
 @register.simple_tag
 def rollout_check_choices(current=""):
     """(name, title) of the built-in checks, and the custom check a search names now (no query)."""
-    choices = [(check.name, check.title) for check in checks.CHECKS]
-    if current and current.startswith(checks.CUSTOM_PREFIX):
+    choices = [(check.name, check.title) for check in CHECKS]
+    if current and current.startswith(CUSTOM_PREFIX):
         choices.append((current, selectors.check_title(current)))
     return choices
 

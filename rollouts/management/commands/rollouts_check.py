@@ -5,7 +5,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from feedback.models import FeedbackItem
-from rollouts import checks, services
+from rollouts import services
+from rollouts.checks import CHECKS_VERSION
 
 CHUNK = 500
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             if not items.exists():
                 raise CommandError(f"no items of a source with slug {source!r}")
         if not all:
-            items = items.exclude(checked_rollout__checks_version=checks.CHECKS_VERSION)
+            items = items.exclude(checked_rollout__checks_version=CHECKS_VERSION)
         ids = list(items.values_list("id", flat=True)[: limit or None])
         started = time.monotonic()
         totals = services.CheckOutcome()
