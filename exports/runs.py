@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from exports import writing
+from exports import signals, writing
 from exports.datasets import dataset_audit, formats_ordered
 from exports.holdout import (
     EvalDeduplicator,
@@ -58,7 +58,6 @@ from feedback import custom_patterns
 from feedback.models import FeedbackItem
 from feedback.scrubber import ScrubMemo
 from feedback.text import EMBED_RECIPE
-from notifications import events as notification_events
 
 logger = logging.getLogger(__name__)
 HOST = socket.gethostname()
@@ -218,7 +217,7 @@ def export_run_execute(*, run_id: int) -> DatasetVersion | None:
             heartbeat_at=timezone.now(),
             error=f"{type(exc).__name__}: {exc}"[:2000],
         )
-        notification_events.export_failed(run_id=run.id)
+        signals.export_failed.send(sender=ExportRun, run_id=run.id)
         raise
 
 
@@ -508,7 +507,7 @@ def _version_commit(
             )
             if not finished:
                 raise RuntimeError("the run was taken over or reset while it was writing")
-            notification_events.export_version_made(version=version, run=run)
+            signals.export_version_made.send(sender=ExportRun, version=version, run=run)
             os.rename(temporary, target)
             renamed = True
             writing.fsync(target.parent)

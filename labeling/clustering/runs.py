@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from labeling import signals
 from labeling.clustering.algorithm import (
     DIMENSIONS,
     ClusterParams,
@@ -29,7 +30,6 @@ from labeling.clustering.services import (
 )
 from labeling.clustering.vectors import unit_rows
 from labeling.models import Assignment, ClusterRun
-from notifications import events as notification_events
 
 logger = logging.getLogger(__name__)
 
@@ -173,4 +173,4 @@ def _cluster_run_body(run: ClusterRun) -> None:
             "unassigned_share": round(float((labels < 0).mean()), 4) if len(labels) else None,
         },
     )
-    notification_events.cluster_run_done(run_id=run.id)
+    signals.cluster_run_done.send(sender=ClusterRun, run_id=run.id)
