@@ -328,7 +328,7 @@ class Delivery:
 
 
 def rating_event(event_id: str, n: int) -> dict:
-    """A rating event shaped like tests/factories.py's, varied a little per event."""
+    """A rating event shaped like tests/factories's, varied a little per event."""
     return {
         "id": event_id,
         "type": "feedback.rating",
@@ -811,7 +811,7 @@ def inprocess_run(app, deliveries: list[Delivery], title: str, top: int = 15) ->
         "  waiting for PostgreSQL (psycopg wait, all queries)": owntime("wait", "psycopg/connection.py"),
         "source lookup (selectors.source_for_webhook)": cumtime("source_for_webhook", "feedback/selectors.py"),
         "signature check (signatures.verify)": cumtime("verify", "feedback/signatures.py"),
-        "JSON parse (apitools.read_json_body)": cumtime("read_json_body", "config/apitools.py"),
+        "JSON parse (core.api.read_json_body)": cumtime("read_json_body", "core/api.py"),
         "events_ingest (validate + build + store + enqueue)": cumtime("events_ingest", "feedback/services.py"),
         "  pydantic validation (model_validate)": cumtime("model_validate", "pydantic/main.py"),
         "  building FeedbackItem (_rating_item)": cumtime("_rating_item", "feedback/services.py"),

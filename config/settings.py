@@ -337,7 +337,7 @@ CELERY_TASK_QUEUES = (Queue("default"), Queue("embed"))
 # Each task declares its name and queue where it is defined (`@shared_task(name=..., queue=...)`):
 # the names are saved in beat's PeriodicTask rows, so moving a module must not change them.
 # The routes repeat the embed queue by name for producers that send a task by its name before
-# their Celery app has loaded the tasks (`celery call`, another service); tests/test_task_names.py
+# their Celery app has loaded the tasks (`celery call`, another service); tests/core/test_task_names.py
 # holds the two to each other.
 CELERY_TASK_ROUTES = {
     name: {"queue": "embed"}

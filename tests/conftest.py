@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from feedback import custom_patterns, vector_index
-from tests.cluster_factories import THEMES
-from tests.rollout_factories import planted_rise
+from tests.factories.clustering import THEMES
+from tests.factories.rollouts import planted_rise
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def no_broker(monkeypatch):
     return queued
 
 
-# Shared by the cluster-run tests (tests/cluster_factories.py).
+# Shared by the cluster-run tests (tests/factories/clustering.py).
 @pytest.fixture
 def centers():
     rng = np.random.default_rng(0)
@@ -44,7 +44,7 @@ def centers():
     return raw / np.linalg.norm(raw, axis=1, keepdims=True)
 
 
-# Shared by the rollout comparison tests (tests/rollout_factories.py).
+# Shared by the rollout comparison tests (tests/factories/rollouts.py).
 @pytest.fixture
 def planted_rollouts():
     return planted_rise()

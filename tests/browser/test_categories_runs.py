@@ -6,7 +6,7 @@ import pytest
 from config.celery import app as celery_app
 from labeling.models import Category, ClusterRun
 from tests.browser.conftest import log_in
-from tests.cluster_factories import add_items
+from tests.factories.clustering import add_items
 from tests.factories import source_make
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

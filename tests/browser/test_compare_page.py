@@ -3,7 +3,7 @@
 import pytest
 
 from tests.browser.conftest import log_in
-from tests.compare_factories import END, START, planted_data
+from tests.factories.compare import END, START, planted_data
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

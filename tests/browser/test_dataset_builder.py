@@ -5,7 +5,7 @@ import pytest
 
 from labeling.models import Area, Category
 from tests.browser.conftest import log_in
-from tests.export_factories import item_make, label_make
+from tests.factories.exports import item_make, label_make
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ import pytest
 from config.celery import app as celery_app
 from exports.models import DatasetVersion, ExportRun
 from tests.browser.conftest import log_in
-from tests.export_factories import dataset_make, item_make, label_make, unit
+from tests.factories.exports import dataset_make, item_make, label_make, unit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -13,7 +13,7 @@ from feedback import services as feedback_services
 from feedback.models import FeedbackItem
 from tests.browser.conftest import log_in
 from tests.production_server import production_server  # noqa: F401 (fixture)
-from tests.review_factories import item_make
+from tests.factories.review import item_make
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

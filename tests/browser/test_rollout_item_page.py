@@ -8,7 +8,7 @@ from rollouts import services
 from rollouts.models import RolloutFlag
 from tests.browser.conftest import log_in
 from tests.factories import source_make
-from tests.rollout_factories import GIT_LOG, READ_TEST, rollout_make
+from tests.factories.rollouts import GIT_LOG, READ_TEST, rollout_make
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
