@@ -81,7 +81,7 @@ def seed(n: int, *, stored_text: bool = True) -> None:
     from exports.models import Trigger
     from exports.schemas import DatasetIn
     from feedback.models import Embedding, FeedbackItem, Source
-    from feedback.services import embed_text_for
+    from feedback.pipeline import embed_text_for
     from labeling.models import Assignment, Category, Label
 
     call_command("migrate", verbosity=0)

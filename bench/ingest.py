@@ -818,7 +818,7 @@ def inprocess_run(app, deliveries: list[Delivery], title: str, top: int = 15) ->
         "  items_insert_new (transaction, incl. enqueue)": cumtime("items_insert_new", "feedback/services.py"),
         "    bulk_create (INSERT)": cumtime("bulk_create", "django/db/models/query.py"),
         "    Atomic.__exit__ (COMMIT + on_commit enqueue)": cumtime("__exit__", "django/db/transaction.py"),
-        "    Celery enqueue (services.items_enqueue)": cumtime("items_enqueue", "feedback/services.py"),
+        "    Celery enqueue (pipeline.items_enqueue)": cumtime("items_enqueue", "feedback/services.py"),
         "ninja response (_result_to_response)": cumtime("_result_to_response", "ninja/operation.py"),
     }
     whole = parts["whole request (WSGIHandler.__call__)"] or elapsed

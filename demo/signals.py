@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from demo import corpus
 from demo.corpus import DemoSignal
 from feedback import services
+from feedback import pipeline
 from feedback.models import FeedbackItem, Source
 from feedback.schemas import RatingEvent, ReportIn
 from labeling.clustering.services import items_assign
@@ -28,7 +29,7 @@ def embed_and_assign(item_ids: Sequence[int]) -> int:
     """Embed the items and sort them into the nearest open category, as the worker does; how many got one."""
     placed = 0
     for chunk in _chunks(item_ids, EMBED_CHUNK):
-        placed += items_assign(item_ids=services.items_embed(item_ids=list(chunk)))
+        placed += items_assign(item_ids=pipeline.items_embed(item_ids=list(chunk)))
     return placed
 
 

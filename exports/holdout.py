@@ -30,7 +30,7 @@ and deduplicates itself the same way: the lowest item id of a group of
 equal or near-equal texts stays (`duplicate_text_within_eval`,
 `near_duplicate_within_eval`).
 
-The text is the one the similarity index embeds (feedback.services.embed_text_for),
+The text is the one the similarity index embeds (feedback.pipeline.embed_text_for),
 so both rules judge the same words.
 """
 
@@ -50,7 +50,7 @@ from django.core.exceptions import ImproperlyConfigured
 from exports.records import ExportRecord
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub
-from feedback.services import embed_text_for
+from feedback.pipeline import embed_text_for
 
 DIMENSIONS = 384
 

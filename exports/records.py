@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 
 from feedback.scrubber import ScrubMemo, scrub, scrub_json
-from feedback.services import embed_text_for
+from feedback.pipeline import embed_text_for
 from labeling.models import Area, Category, Label
 
 ROLES = ("system", "user", "assistant", "tool")

@@ -10,20 +10,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
 
-from core import jobs
 from core.storable import first_error, unstorable_error
-from feedback import custom_patterns
-from feedback.models import ApiToken, Embedding, FeedbackItem, Source
+from feedback.models import ApiToken, FeedbackItem, Source
+from feedback.pipeline import items_enqueue_after_commit
 from feedback.schemas import EVENT_ID_MAX_LENGTH, RatingEvent, ReportIn
 from feedback.signatures import secret_generate, secret_key
-from feedback.text import EMBED_RECIPE, embed_text
 
 logger = logging.getLogger(__name__)
 
@@ -290,212 +286,6 @@ def report_create(
     )
     created = bool(items_insert_new(items=[item], receipt_id=receipt_id, coalesce=True))
     return FeedbackItem.objects.get(source=source, external_id=item.external_id), created
-
-
-# --- Pipeline ----------------------------------------------------------------
-
-
-def items_enqueue(*, item_ids: list[int], batch_size: int = 256) -> bool:
-    """Queue processing; False when the broker is unreachable.
-
-    A broker outage must not fail ingestion: the items are committed and wait
-    as ``received`` until the sweeper queues them again.
-    """
-    from feedback.tasks import (
-        embed_items,  # tasks import services; import here to avoid a cycle
-    )
-
-    for start in range(0, len(item_ids), batch_size):
-        waiting = f"{len(item_ids) - start} items wait for the sweeper"
-        if jobs.send(embed_items, [item_ids[start : start + batch_size]], if_unreachable=waiting):
-            return False
-    return True
-
-
-def items_enqueue_after_commit(*, item_ids: list[int], coalesce: bool = False) -> None:
-    """Hand the items to the pipeline once the caller's transaction commits (at once outside one).
-
-    With `coalesce`, fewer items than a batch wake a worker that takes whatever
-    waits, instead of a task of their own (feedback.pipeline).
-    """
-    if not item_ids:
-        return
-    if coalesce and settings.PIPELINE_COALESCE_SINGLE_EVENTS and len(item_ids) < settings.PIPELINE_BATCH_SIZE:
-        from feedback.pipeline import items_wake
-
-        transaction.on_commit(lambda: items_wake(waiting=len(item_ids)))
-    else:
-        transaction.on_commit(lambda: items_enqueue(item_ids=item_ids))
-
-
-def items_sweep_unprocessed(*, now: datetime | None = None) -> int:
-    """Queue again every item left ``received`` for longer than the grace period."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.SWEEPER_GRACE_SECONDS)
-    item_ids = list(
-        FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED, status_changed_at__lt=cutoff)
-        .order_by("id")
-        .values_list("id", flat=True)[:50_000]
-    )
-    if item_ids:
-        items_enqueue(item_ids=item_ids)
-    if _stale_recipe_items().exists():
-        from feedback.tasks import reembed_items  # tasks import services
-
-        try:
-            reembed_items.apply_async(retry=False)
-        except Exception:  # the next sweep tries again
-            logger.warning("broker unavailable; re-embedding waits for the next sweep", exc_info=True)
-    return len(item_ids)
-
-
-def _stale_recipe_items():
-    """Processed items whose text was made by an older recipe than `EMBED_RECIPE`."""
-    return FeedbackItem.objects.filter(
-        status__in=[FeedbackItem.Status.EMBEDDED, FeedbackItem.Status.ASSIGNED]
-    ).exclude(embed_recipe=EMBED_RECIPE)
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def embed_text_for(item, *, extra_patterns=None) -> str:
-    """`feedback.text.embed_text` with every source's custom scrub patterns (read afresh unless given)."""
-    extra = custom_patterns.all_sources() if extra_patterns is None else extra_patterns
-    return embed_text(item, extra_patterns=extra)
-
-
-def items_embed(*, item_ids: list[int]) -> list[int]:
-    """Derive each waiting item's text, embed the texts not embedded yet, store the links.
-
-    Steps: claim the items still waiting that no other worker holds (others
-    were done by an earlier delivery of this task, are being done by a
-    batch, or vanished; pipeline.items_claim_and_embed); derive text
-    and hash; embed each distinct new text once; link items to their vectors;
-    mark them embedded. Returns the ids of the items that now have a vector,
-    for assignment.
-    """
-    from feedback.pipeline import EmbedBatch, items_claim_and_embed
-
-    batch = EmbedBatch()
-    waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).order_by("id")
-    items_claim_and_embed(waiting, limit=None, batch=batch)
-    return batch.embedded_ids
-
-
-def items_mark_embedded(items: list[FeedbackItem]) -> list[int]:
-    """Store the text, vector link and ``embedded`` status of the items still ``received``; returns those with a vector.
-
-    Only rows still waiting are written, so a duplicate delivery that lost
-    the race changes nothing. (On PostgreSQL the claim holds these rows
-    already; on SQLite this is what stops a second worker that embedded the
-    same items from writing them again.) One statement for the batch, not
-    `bulk_update`, whose CASE per field and row cost more than the embedding
-    of short texts. An item with no words at all is still a signal: it is
-    kept, marked embedded without a vector, and never clustered.
-    """
-    if not items:
-        return []
-    now = timezone.now()
-    table = connection.ops.quote_name(FeedbackItem._meta.db_table)
-    waiting = FeedbackItem.Status.RECEIVED.value
-    embedded = FeedbackItem.Status.EMBEDDED.value
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            rows = [
-                {"id": i.id, "embed_text": i.embed_text, "content_hash": i.content_hash,
-                 "embed_recipe": i.embed_recipe, "embedding_id": i.embedding_id}
-                for i in items
-            ]
-            cursor.execute(
-                f"UPDATE {table} AS item SET embed_text = done.embed_text, content_hash = done.content_hash, "
-                "embed_recipe = done.embed_recipe, embedding_id = done.embedding_id, status = %s, "
-                "status_changed_at = %s, last_error = '' "
-                "FROM json_to_recordset(%s) AS done(id bigint, embed_text text, content_hash text, "
-                "embed_recipe integer, embedding_id bigint) "
-                "WHERE item.id = done.id AND item.status = %s RETURNING item.id",
-                [embedded, now, orjson.dumps(rows).decode(), waiting],
-            )
-            saved = {item_id for (item_id,) in cursor.fetchall()}
-        else:
-            with transaction.atomic():  # SQLite: one writer at a time, so the read and the writes agree
-                saved = set(
-                    FeedbackItem.objects.filter(id__in=[i.id for i in items], status=waiting).values_list("id", flat=True)
-                )
-                changed_at = connection.ops.adapt_datetimefield_value(now)
-                cursor.executemany(
-                    f"UPDATE {table} SET embed_text = %s, content_hash = %s, embed_recipe = %s, embedding_id = %s, "
-                    "status = %s, status_changed_at = %s, last_error = '' WHERE id = %s",
-                    [(i.embed_text, i.content_hash, i.embed_recipe, i.embedding_id, embedded, changed_at, i.id)
-                     for i in items if i.id in saved],
-                )
-    for item in items:
-        if item.id in saved:
-            item.status, item.status_changed_at, item.last_error = embedded, now, ""
-    return [item.id for item in items if item.id in saved and item.embedding_id]
-
-
-def items_reembed(*, limit: int = 5000) -> int:
-    """Embed again, under the current recipe, up to `limit` processed items embedded under an older one.
-
-    Their status and category stay; the next cluster run reads the new
-    vectors (a run only reads vectors of the current recipe). Returns how
-    many were re-embedded; 0 when none are left.
-    """
-    stale = (
-        _stale_recipe_items()
-        .order_by("id")
-        .only("id", "title", "comment", "expected", "context")[:limit]
-    )
-    items = items_attach_vectors(list(stale))
-    FeedbackItem.objects.bulk_update(items, ["embed_text", "content_hash", "embed_recipe", "embedding"], batch_size=500)
-    return len(items)
-
-
-def items_attach_vectors(items: list[FeedbackItem]) -> list[FeedbackItem]:
-    """Set each item's text, hash, recipe and shared vector (not saved); equal texts share one vector."""
-    from feedback import embedder  # heavy (numpy, onnxruntime): only workers load it
-
-    if not items:
-        return []
-    model_name = embedder.model_label()
-    extra = custom_patterns.all_sources()
-    for item in items:
-        item.embed_text = embed_text_for(item, extra_patterns=extra)
-        item.content_hash = content_hash(item.embed_text) if item.embed_text else ""
-        item.embed_recipe = EMBED_RECIPE
-
-    hashes = {item.content_hash: item.embed_text for item in items if item.content_hash}
-    known = set(
-        Embedding.objects.filter(content_hash__in=hashes, model_name=model_name).values_list("content_hash", flat=True)
-    )
-    missing = [h for h in hashes if h not in known]
-    if missing:
-        vectors = embedder.embed_texts([hashes[h] for h in missing])
-        # Inserted in hash order: two workers storing overlapping texts take the
-        # unique index's locks in one order, so they never deadlock. (The texts
-        # are embedded in their own order: int8 scales depend on a call's texts.)
-        new_rows = sorted(zip(missing, vectors), key=lambda pair: pair[0])
-        Embedding.objects.bulk_create(
-            [Embedding(content_hash=h, model_name=model_name, vector=v.tobytes()) for h, v in new_rows],
-            ignore_conflicts=True,  # another worker may have embedded the same text meanwhile
-        )
-    embedding_ids = dict(
-        Embedding.objects.filter(content_hash__in=hashes, model_name=model_name).values_list("content_hash", "id")
-    )
-    for item in items:
-        item.embedding_id = embedding_ids.get(item.content_hash)
-    return items
-
-
-def items_record_failure(*, item_ids: list[int], error: str) -> None:
-    """Count a failed attempt; an item out of attempts shows as failed, with the error."""
-    waiting = FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED)
-    waiting.update(attempts=F("attempts") + 1, last_error=error[:2000])
-    waiting.filter(attempts__gte=settings.PIPELINE_MAX_ATTEMPTS).update(
-        status=FeedbackItem.Status.FAILED, status_changed_at=timezone.now()
-    )
 
 
 def api_token_touch(*, token: ApiToken) -> None:

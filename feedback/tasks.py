@@ -5,7 +5,7 @@ import logging
 from celery import current_app, shared_task
 from django.conf import settings
 
-from feedback import pipeline, services
+from feedback import pipeline
 from feedback.imports import services as import_services
 
 logger = logging.getLogger(__name__)
@@ -51,13 +51,13 @@ def embed_items(self, item_ids: list[int]) -> int:
     ends ``failed`` once out of attempts.
     """
     try:
-        embedded_ids = services.items_embed(item_ids=item_ids)
+        embedded_ids = pipeline.items_embed(item_ids=item_ids)
     except Exception as exc:
         if len(item_ids) > 1:
             logger.warning("embedding a batch of %d failed; retrying one by one", len(item_ids), exc_info=True)
-            services.items_enqueue(item_ids=item_ids, batch_size=1)
+            pipeline.items_enqueue(item_ids=item_ids, batch_size=1)
             return 0
-        services.items_record_failure(item_ids=item_ids, error=f"{type(exc).__name__}: {exc}")
+        pipeline.items_record_failure(item_ids=item_ids, error=f"{type(exc).__name__}: {exc}")
         raise self.retry(exc=exc, countdown=RETRY_FIRST_SECONDS * 2**self.request.retries) from exc
     _hand_on(embedded_ids=embedded_ids, item_ids=item_ids)
     return len(embedded_ids)
@@ -77,13 +77,13 @@ def _hand_on(*, embedded_ids: list[int], item_ids: list[int]) -> None:
 @shared_task(name="feedback.tasks.sweep_unprocessed", queue="default")
 def sweep_unprocessed() -> int:
     """Queue every item left waiting past the grace period (broker outages, lost tasks)."""
-    return services.items_sweep_unprocessed()
+    return pipeline.items_sweep_unprocessed()
 
 
 @shared_task(name="feedback.tasks.reembed_items", queue="embed")
 def reembed_items() -> int:
     """Re-embed one batch of items embedded under an older text recipe (queue ``embed``)."""
-    return services.items_reembed(limit=2000)
+    return pipeline.items_reembed(limit=2000)
 
 
 # A step reads for about a minute, far inside the task time limits; the next

@@ -19,7 +19,6 @@ Formats:
 import json
 from typing import Any
 
-
 from core.csvcells import FORMULA_STARTS
 from feedback.imports.readers import Candidate
 

@@ -41,7 +41,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.db.models import Q
@@ -52,17 +51,6 @@ from labeling.compare.figures import (
     json_round,
 )
 from labeling.compare.params import CompareParams, Side
-from labeling.compare.statistics import (
-    newcombe_interval,
-    two_proportion_z_test,
-    wilson_interval,
-)
-from labeling.models import Area, Category
-
-if TYPE_CHECKING:
-    # rollouts builds on labeling (rollouts.compare imports this module): at run time it is
-    # imported inside the functions that need its rows per check.
-    pass
 from labeling.compare.rows import (
     AreaRow,
     CategoryRow,
@@ -72,6 +60,13 @@ from labeling.compare.rows import (
     holm_flag,
     table_order,
 )
+from labeling.compare.statistics import (
+    newcombe_interval,
+    two_proportion_z_test,
+    wilson_interval,
+)
+from labeling.flags import item_flags
+from labeling.models import Area, Category
 
 DENOMINATOR = (
     "Rate = thumbs-down ratings assigned to the category (or filed under the area, its unsorted ones "
@@ -429,9 +424,6 @@ def comparison_build(*, params: CompareParams, with_checks: bool = False) -> Com
 
 def checks_attach(comparisons: Sequence[Comparison]) -> None:
     """Fill each comparison's rows per rollout check; three queries however many comparisons."""
-    from rollouts.compare import (
-        check_rows_many,  # rollouts imports this module: not at the top
-    )
-
-    for comparison, rows in zip(comparisons, check_rows_many([comparison.params for comparison in comparisons])):
+    rows_per_comparison = item_flags().comparison_rows([comparison.params for comparison in comparisons])
+    for comparison, rows in zip(comparisons, rows_per_comparison):
         comparison.checks = rows

@@ -5,18 +5,13 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from core.csvcells import spreadsheet_safe
 from labeling.compare.comparison import CHECKS_DENOMINATOR, DENOMINATOR
 from labeling.compare.figures import json_round, json_significant
 from labeling.compare.rows import AreaRow, CategoryRow, Comparison, RateRow, SideSummary
 from labeling.compare.statistics import ALPHA, MIN_DOWN_TOTAL, MIN_EXPECTED
-
-if TYPE_CHECKING:
-    # rollouts builds on labeling (rollouts.compare imports this module): at run time it is
-    # imported inside the functions that need its rows per check.
-    from rollouts.compare import CheckRow
+from labeling.flags import item_flags
 
 
 def _side_json(summary: SideSummary) -> dict:
@@ -116,14 +111,8 @@ def comparison_json(comparison: Comparison) -> dict:
     }
 
 
-def _checks_json(rows: Sequence[CheckRow]) -> list[dict]:
-    if not rows:
-        return []
-    from rollouts.compare import (
-        check_rows_json,  # rollouts imports this module: not at the top
-    )
-
-    return check_rows_json(list(rows))
+def _checks_json(rows: Sequence) -> list[dict]:
+    return item_flags().rows_json(list(rows)) if rows else []
 
 
 CSV_COLUMNS = (

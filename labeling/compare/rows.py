@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from labeling.compare.figures import (
     format_p,
@@ -21,12 +20,6 @@ from labeling.compare.statistics import (
     normal_approximation_holds,
     two_proportion_z_test,
 )
-
-if TYPE_CHECKING:
-    # rollouts builds on labeling (rollouts.compare imports this module): at run time it is
-    # imported inside the functions that need its rows per check.
-    from rollouts.compare import CheckRow
-
 
 
 @dataclass
@@ -181,14 +174,14 @@ class Comparison:
     overall_p_value: float | None = None
     series: dict = field(default_factory=dict)
     # The rows per rollout check (rollouts.compare), when asked for: the API and the pinned comparisons.
-    checks: list[CheckRow] = field(default_factory=list)
+    checks: list[RateRow] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[CategoryRow]:
         return [row for row in self.categories if row.regression]
 
     @property
-    def check_regressions(self) -> list[CheckRow]:
+    def check_regressions(self) -> list[RateRow]:
         """The rollout checks that flag significantly more of b's rollouts."""
         return [row for row in self.checks if row.regression]
 

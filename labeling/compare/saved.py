@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.utils import timezone
@@ -25,13 +24,8 @@ from labeling.compare.params import (
     date_in_range,
     default_start,
 )
-from labeling.compare.rows import AreaRow, CategoryRow, Comparison
+from labeling.compare.rows import AreaRow, CategoryRow, Comparison, RateRow
 from labeling.models import SavedComparison
-
-if TYPE_CHECKING:
-    # rollouts builds on labeling (rollouts.compare imports this module): at run time it is
-    # imported inside the functions that need its rows per check.
-    from rollouts.compare import CheckRow
 
 MAX_PINS_ON_OVERVIEW = 10
 
@@ -160,7 +154,7 @@ class PinnedStatus(SavedEntry):
         return self.comparison.area_improvements if self.comparison else []
 
     @property
-    def check_regressions(self) -> list[CheckRow]:
+    def check_regressions(self) -> list[RateRow]:
         return self.comparison.check_regressions if self.comparison else []
 
     @property

@@ -21,6 +21,7 @@ from core.dates import day_start, today_start
 from core.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling.clustering.services import failure_signals
+from labeling.flags import item_flags
 from labeling.models import (
     Assignment,
     AuditEvent,
@@ -90,20 +91,12 @@ FLAG_QUEUE_PREFIX = "flag:"
 
 def _flag_queue(key: str, order: str) -> Queue | None:
     """The queue of one rollout check ("flag:<check>"): items it flagged, waiting for a confirm or dismiss."""
-    from rollouts.selectors import (
-        check_info,  # rollouts builds on labeling: imported where used
-    )
-
-    info = check_info(key.removeprefix(FLAG_QUEUE_PREFIX))
-    return Queue(key=key, title=f"Flagged: {info.title}", order=order) if info else None
+    title = item_flags().title(key.removeprefix(FLAG_QUEUE_PREFIX))
+    return Queue(key=key, title=f"Flagged: {title}", order=order) if title else None
 
 
 def _flag_exists(queue: Queue, *, pending_only: bool) -> Exists:
-    from rollouts.selectors import STANDING, items_with_flag
-
-    return items_with_flag(
-        check_name=queue.key.removeprefix(FLAG_QUEUE_PREFIX), statuses=("pending",) if pending_only else STANDING
-    )
+    return item_flags().flagged(name=queue.key.removeprefix(FLAG_QUEUE_PREFIX), pending_only=pending_only)
 
 
 def queue_items(*, queue: Queue) -> QuerySet[FeedbackItem]:

@@ -4,6 +4,7 @@ from django import forms
 
 from core.ids import id_parse, is_id
 from feedback.models import FeedbackItem
+from labeling.flags import item_flags
 from labeling.models import Label
 from labeling.search.keyset import cursor_parse
 from labeling.search.meaning import QUERY_MAX_CHARS
@@ -54,11 +55,7 @@ class SearchForm(forms.Form):
             self.add_error("area", "Pick an area from the list.")
         flag = cleaned.get("flag") or ""
         if flag and flag != "any":
-            from rollouts.selectors import (
-                check_names,  # rollouts builds on labeling: imported where used
-            )
-
-            if flag not in check_names():
+            if flag not in item_flags().names():
                 self.add_error("flag", "Pick a rollout check from the list.")
         like = cleaned.get("like") or ""
         if like and not is_id(like):

@@ -20,6 +20,7 @@ from django.db.models.functions import Lower
 from core.ids import id_parse
 from core.roles import is_admin
 from feedback.models import FeedbackItem
+from labeling.flags import item_flags
 from labeling.models import Area, Assignment, Category, Label
 from labeling.review.selectors import labels_hidden_from
 
@@ -116,11 +117,7 @@ def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackIte
     if filters.date_to:
         items = items.filter(occurred_at__date__lte=filters.date_to)
     if filters.flag:
-        from rollouts.selectors import (
-            items_with_flag,  # rollouts builds on labeling: imported where used
-        )
-
-        items = items.filter(items_with_flag(check_name=filters.flag))
+        items = items.filter(item_flags().flagged(name=filters.flag))
     return items.order_by("-occurred_at", "-id")
 
 

@@ -7,6 +7,8 @@ import pytest
 from django.utils import timezone
 
 from feedback import services
+
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from tests.browser.conftest import log_in
 
@@ -35,7 +37,7 @@ def items(transactional_db):
             source=source, external_id=f"evt-{n}", kind="rating", rating=1 if text == SUITE[2] else -1,
             comment=text, occurred_at=timezone.now(), receipt_id=uuid.uuid4(),
         )
-    services.items_embed(item_ids=[item.id for item in made.values()])
+    pipeline.items_embed(item_ids=[item.id for item in made.values()])
     return made
 
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from demo import corpus as demo_corpus
 from feedback import services as feedback_services
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.clustering.runs import cluster_run_execute, cluster_run_start
 from labeling.clustering.services import items_assign
@@ -48,7 +49,7 @@ def _embed_and_cluster() -> None:
     )
     for start in range(0, len(waiting), 256):
         chunk = waiting[start:start + 256]
-        items_assign(item_ids=feedback_services.items_embed(item_ids=chunk))
+        items_assign(item_ids=pipeline.items_embed(item_ids=chunk))
     run = cluster_run_start(trigger=ClusterRun.Trigger.COMMAND, enqueue=False)
     cluster_run_execute(run_id=run.id)
     run.refresh_from_db()

@@ -8,6 +8,7 @@ import pytest
 from exports import holdout, runs
 from exports.models import Mode
 from feedback import services as feedback_services
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from tests.factories import exports as helpers
 from tests.factories.exports import (
@@ -106,7 +107,7 @@ def test_a_paraphrase_embedded_by_the_real_model_is_held_out_and_a_loose_one_is_
         "unrelated": "The model looped on the same tool call",
     }
     items = {key: item_make(comment=text, context={}) for key, text in texts.items()}
-    feedback_services.items_embed(item_ids=[item.id for item in items.values()])
+    pipeline.items_embed(item_ids=[item.id for item in items.values()])
     vectors = {
         key: np.frombuffer(
             FeedbackItem.objects.select_related("embedding").get(id=item.id).embedding.vector, np.float32

@@ -15,6 +15,7 @@ import pytest
 from exports import holdout, runs
 from exports.models import DatasetVersion, ExportRun, Trigger
 from feedback import services as feedback_services
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from tests.factories import exports as helpers
 from tests.factories.exports import dataset_make, embed_plant, export, member_ids, unit
@@ -62,7 +63,7 @@ def item_make(*, comment: str, messages: list[dict] | None = None, **fields) -> 
 
 def embed(*items: FeedbackItem) -> None:
     """Embed with the real model, as the pipeline does."""
-    feedback_services.items_embed(item_ids=[item.id for item in items])
+    pipeline.items_embed(item_ids=[item.id for item in items])
 
 
 def vector_of(item: FeedbackItem) -> np.ndarray:
@@ -129,10 +130,10 @@ def test_the_plain_reading_of_a_disguised_item_is_what_the_text_recipe_makes_of_
     # Letter by letter, the comment looks vague to the recipe, which then adds the run's output.
     spaced = helpers.item_make(comment=zero_width_injected("It edited utils.py instead of api.py"))
 
-    expected = feedback_services.embed_text_for(plain)
+    expected = pipeline.embed_text_for(plain)
     assert expected == "It edited file instead of file"
     for disguised in (renamed, spaced):
-        assert holdout.text_key(feedback_services.embed_text_for(disguised)) != holdout.text_key(expected)
+        assert holdout.text_key(pipeline.embed_text_for(disguised)) != holdout.text_key(expected)
         assert holdout.undisguised_text(disguised) == expected
     assert holdout.undisguised_text(plain) == expected
 

@@ -10,7 +10,7 @@ from exports import datasets, runs
 from exports.models import DatasetVersion, Mode, Trigger
 from exports.schemas import DatasetIn
 from feedback.models import Embedding, FeedbackItem, Source
-from feedback.services import content_hash
+from feedback.pipeline import content_hash
 from feedback.text import embeddable_text
 from labeling.models import Label
 

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from config.celery import app as celery_app
 from feedback import embedder, selectors, services
+from feedback import pipeline
 from feedback.text import EMBED_RECIPE
 from feedback.models import Embedding, FeedbackItem
 from labeling.models import Assignment, Category
@@ -30,7 +31,7 @@ def test_equal_texts_are_embedded_once_and_share_a_vector():
     source, _ = source_make()
     items = [make_item(source, f"e{i}", comment="It edited the wrong file") for i in range(3)]
     other = make_item(source, "other", comment="It asked me five questions before doing anything")
-    services.items_embed(item_ids=[item.id for item in items + [other]])
+    pipeline.items_embed(item_ids=[item.id for item in items + [other]])
     assert Embedding.objects.count() == 2
     embedded = FeedbackItem.objects.filter(id__in=[item.id for item in items])
     assert {item.embedding_id for item in embedded} == {embedded[0].embedding_id}
@@ -41,7 +42,7 @@ def test_equal_texts_are_embedded_once_and_share_a_vector():
 
     # A later item with the same text reuses the stored vector.
     again = make_item(source, "again", comment="It edited the wrong file")
-    services.items_embed(item_ids=[again.id])
+    pipeline.items_embed(item_ids=[again.id])
     again.refresh_from_db()
     assert again.embedding_id == embedded[0].embedding_id and Embedding.objects.count() == 2
 
@@ -52,7 +53,7 @@ def test_a_bare_thumbs_down_is_described_by_its_context():
     item = make_item(
         source, "bare", context={"messages": [{"role": "user", "content": "Add a /health endpoint"}], "output": "Sure!"}
     )
-    services.items_embed(item_ids=[item.id])
+    pipeline.items_embed(item_ids=[item.id])
     item.refresh_from_db()
     # The evidence, with the path masked: what went wrong, not where.
     assert item.embed_text == "Sure!"
@@ -64,7 +65,7 @@ def test_a_bare_thumbs_down_is_described_by_its_context():
 def test_an_item_without_any_text_is_kept_as_embedded_without_a_vector():
     source, _ = source_make()
     item = make_item(source, "empty")
-    assert services.items_embed(item_ids=[item.id]) == []
+    assert pipeline.items_embed(item_ids=[item.id]) == []
     item.refresh_from_db()
     assert item.status == FeedbackItem.Status.EMBEDDED
     assert item.embed_text == "" and item.embedding is None
@@ -74,8 +75,8 @@ def test_an_item_without_any_text_is_kept_as_embedded_without_a_vector():
 def test_embedding_twice_changes_nothing():
     source, _ = source_make()
     item = make_item(source, "once", comment="slow")
-    services.items_embed(item_ids=[item.id])
-    assert services.items_embed(item_ids=[item.id]) == []
+    pipeline.items_embed(item_ids=[item.id])
+    assert pipeline.items_embed(item_ids=[item.id]) == []
     assert Embedding.objects.count() == 1
 
 
@@ -90,8 +91,8 @@ def test_an_item_that_keeps_failing_ends_failed_with_its_error(monkeypatch, sett
     monkeypatch.setattr(embedder, "embed_texts", broken)
     for attempt in range(1, settings.PIPELINE_MAX_ATTEMPTS + 1):
         with pytest.raises(RuntimeError):
-            services.items_embed(item_ids=[item.id])
-        services.items_record_failure(item_ids=[item.id], error="RuntimeError: model crashed")
+            pipeline.items_embed(item_ids=[item.id])
+        pipeline.items_record_failure(item_ids=[item.id], error="RuntimeError: model crashed")
         item.refresh_from_db()
         assert item.attempts == attempt
     assert item.status == FeedbackItem.Status.FAILED
@@ -103,7 +104,7 @@ def test_an_ingested_event_is_embedded_and_assigned_to_its_category(client, eage
     source, secret = source_make()
     seed_texts = ["The agent edited the wrong file", "It changed main.py instead of utils.py"]
     seeds = [make_item(source, f"seed{i}", comment=text) for i, text in enumerate(seed_texts)]
-    services.items_embed(item_ids=[item.id for item in seeds])
+    pipeline.items_embed(item_ids=[item.id for item in seeds])
     vectors = [np.frombuffer(FeedbackItem.objects.get(id=s.id).embedding.vector, dtype=np.float32) for s in seeds]
     centroid = np.mean(vectors, axis=0)
     category = Category.objects.create(name="Wrong file", centroid=(centroid / np.linalg.norm(centroid)).tobytes())
@@ -132,7 +133,7 @@ def test_similar_items_come_back_nearest_first():
         "Way too slow, took five minutes",
     ]
     items = [make_item(source, f"s{i}", comment=text) for i, text in enumerate(texts)]
-    services.items_embed(item_ids=[item.id for item in items])
+    pipeline.items_embed(item_ids=[item.id for item in items])
     neighbours = selectors.similar_items(item_id=items[0].id, k=3)
     assert [n.item_id for n in neighbours][0] == items[1].id
     assert items[0].id not in [n.item_id for n in neighbours]
@@ -149,7 +150,7 @@ def test_the_embedded_text_carries_no_secrets_or_personal_data():
         "leaky",
         comment="It printed my key ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 and mailed dana@example.com",
     )
-    services.items_embed(item_ids=[item.id])
+    pipeline.items_embed(item_ids=[item.id])
     item.refresh_from_db()
     assert "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789" not in item.embed_text
     assert "dana@example.com" not in item.embed_text

@@ -203,7 +203,7 @@ def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_sweeper(start_w
 
     start_worker()
     # Beat runs the sweeper every minute; here the test runs it, as a minute later.
-    assert services.items_sweep_unprocessed(now=timezone.now() + timedelta(minutes=5)) == BATCH
+    assert pipeline.items_sweep_unprocessed(now=timezone.now() + timedelta(minutes=5)) == BATCH
     wait_for(lambda: embedded(item_ids) == BATCH, 180, "the swept items to be embedded")
     assert_each_embedded_once(item_ids)
 

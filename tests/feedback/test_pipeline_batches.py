@@ -198,7 +198,7 @@ def test_a_redelivered_task_skips_the_items_a_running_batch_holds_without_waitin
     held.wait_inside()
 
     # The same items by id (a redelivered embed_items, the sweeper's) and a second wake-up: nothing to take.
-    assert services.items_embed(item_ids=[item.id for item in items]) == []
+    assert pipeline.items_embed(item_ids=[item.id for item in items]) == []
     assert pipeline.items_embed_waiting(limit=100).claimed_ids == []
 
     held.release.set()

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from config.celery import app as celery_app
 from feedback import services
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from tests.factories import celery_broker_use, post_signed, rating_event, source_make
 
@@ -52,7 +53,7 @@ def test_with_the_broker_down_a_report_is_still_accepted(client, broker_down, ca
 def test_the_sweeper_picks_only_items_waiting_longer_than_the_grace_period(monkeypatch):
     source, _ = source_make()
     queued: list[list[int]] = []
-    monkeypatch.setattr(services, "items_enqueue", lambda *, item_ids, **kw: queued.append(item_ids) or True)
+    monkeypatch.setattr(pipeline, "items_enqueue", lambda *, item_ids, **kw: queued.append(item_ids) or True)
     old = FeedbackItem.objects.create(
         source=source, external_id="old", kind="rating", rating=-1, occurred_at=timezone.now(),
         receipt_id="00000000-0000-0000-0000-000000000001",
@@ -67,5 +68,5 @@ def test_the_sweeper_picks_only_items_waiting_longer_than_the_grace_period(monke
         receipt_id="00000000-0000-0000-0000-000000000003", status=FeedbackItem.Status.EMBEDDED,
         status_changed_at=timezone.now() - timedelta(minutes=5),
     )
-    assert services.items_sweep_unprocessed() == 1
+    assert pipeline.items_sweep_unprocessed() == 1
     assert queued == [[old.id]]

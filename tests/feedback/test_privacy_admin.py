@@ -3,6 +3,8 @@
 import pytest
 
 from feedback import services as feedback_services
+
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.models import AuditEvent
 from tests.factories.review import item_make, source  # noqa: F401 (fixtures)
@@ -37,7 +39,7 @@ def secret_item(source):
             "metadata": {"owner": EMAIL},
         },
     )
-    item.embed_text = feedback_services.embed_text_for(item)
+    item.embed_text = pipeline.embed_text_for(item)
     item.save(update_fields=["embed_text"])
     return item
 
@@ -45,7 +47,7 @@ def secret_item(source):
 @pytest.fixture
 def plain_item(source):
     item = item_make(source, external_id="evt_admin_2", comment="The agent edited the wrong file.")
-    item.embed_text = feedback_services.embed_text_for(item)
+    item.embed_text = pipeline.embed_text_for(item)
     item.save(update_fields=["embed_text"])
     return item
 

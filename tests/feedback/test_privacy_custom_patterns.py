@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from exports.models import DatasetVersion
 from feedback import custom_patterns, services, vector_index
+from feedback import pipeline
 from feedback.models import FeedbackItem, Source
 from tests.factories import exports as export_helpers
 from tests.factories import client_for, user_make
@@ -127,7 +128,7 @@ def test_embedded_text_applies_every_sources_patterns(acme, other):
     mine = review_item_make(acme, comment=COMMENT, status=FeedbackItem.Status.RECEIVED)
     theirs = review_item_make(other, comment=COMMENT, status=FeedbackItem.Status.RECEIVED)
 
-    services.items_embed(item_ids=[mine.id, theirs.id])
+    pipeline.items_embed(item_ids=[mine.id, theirs.id])
 
     mine.refresh_from_db()
     theirs.refresh_from_db()

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from exports.holdout import text_key
 from feedback import services
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from feedback.text import EMBED_RECIPE, embed_text, embeddable_text, is_vague, mask_identifiers
 from labeling.models import Assignment, Category
@@ -114,7 +115,7 @@ def test_reembed_brings_items_of_an_older_recipe_up_to_date_and_keeps_their_cate
         source=source, external_id="old", kind="rating", rating=-1, comment="It edited main.py instead of utils.py",
         occurred_at=timezone.now(), receipt_id="00000000-0000-0000-0000-000000000000",
     )
-    services.items_embed(item_ids=[old.id])
+    pipeline.items_embed(item_ids=[old.id])
     category = Category.objects.create(name="Edits the wrong file")
     Assignment.objects.create(item=old, category=category)
     FeedbackItem.objects.filter(id=old.id).update(

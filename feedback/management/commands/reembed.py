@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from feedback.services import items_reembed
+from feedback.pipeline import items_reembed
 from feedback.text import EMBED_RECIPE
 
 

@@ -10,6 +10,8 @@ from django.core.management import call_command
 from django.utils.html import escape
 
 from feedback import services as feedback_services
+
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.areas import services as area_services
 from labeling.categories import services as category_services
@@ -31,7 +33,7 @@ def load_and_embed(count: int) -> list[int]:
     waiting = list(
         FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED).order_by("id").values_list("id", flat=True)
     )
-    items_assign(item_ids=feedback_services.items_embed(item_ids=waiting))
+    items_assign(item_ids=pipeline.items_embed(item_ids=waiting))
     return waiting
 
 

@@ -16,6 +16,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from feedback import services as feedback_services
+
+from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.clustering.services import items_assign
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
@@ -46,7 +48,7 @@ def demo_load_and_embed(count: int) -> None:
     waiting = list(
         FeedbackItem.objects.filter(status=FeedbackItem.Status.RECEIVED).order_by("id").values_list("id", flat=True)
     )
-    items_assign(item_ids=feedback_services.items_embed(item_ids=waiting))
+    items_assign(item_ids=pipeline.items_embed(item_ids=waiting))
 
 
 def label_form(**overrides) -> dict:

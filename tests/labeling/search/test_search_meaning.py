@@ -8,6 +8,8 @@ import pytest
 from django.utils import timezone
 
 from feedback import custom_patterns, embedder, services, vector_index
+
+from feedback import pipeline
 from feedback.models import Embedding, FeedbackItem
 from labeling.search import meaning
 from labeling.review import services as review_services
@@ -53,7 +55,7 @@ def embedded(source, comment, **fields) -> FeedbackItem:
     item = FeedbackItem.objects.create(
         source=source, external_id=uuid.uuid4().hex, comment=comment, **(defaults | fields)
     )
-    assert services.items_embed(item_ids=[item.id]) == [item.id]
+    assert pipeline.items_embed(item_ids=[item.id]) == [item.id]
     item.refresh_from_db()
     return item
 
