@@ -12,6 +12,7 @@ from feedback.models import FeedbackItem
 from labeling.clustering.algorithm import ClusterParams, match_clusters
 from labeling.clustering.names import describe_clusters, name_clusters
 from labeling.clustering.services import (
+    assignments_upsert,
     centroid_of,
     id_chunks,
     items_set_status,
@@ -373,13 +374,7 @@ def write_model_assignments(run, item_ids, plan: _Plan, area_of_item) -> int:
             )
         )
         (assigned_ids if category else unassigned_ids).append(item_id)
-    Assignment.objects.bulk_create(
-        rows,
-        batch_size=1000,
-        update_conflicts=True,
-        unique_fields=["item"],
-        update_fields=["category", "area", "confidence", "assigned_by", "run", "updated_at"],
-    )
+    assignments_upsert(rows)
     _reviewed_follow_their_category(reviewed)
     items_set_status(item_ids=assigned_ids, status=FeedbackItem.Status.ASSIGNED, now=now)
     items_set_status(item_ids=unassigned_ids, status=FeedbackItem.Status.EMBEDDED, now=now)

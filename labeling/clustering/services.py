@@ -135,13 +135,7 @@ def _assign_nearest(*, rows: list[tuple[int, int]]) -> list[Assignment]:
                 updated_at=now,
             )
         )
-    Assignment.objects.bulk_create(
-        assignments,
-        batch_size=1000,
-        update_conflicts=True,
-        unique_fields=["item"],
-        update_fields=["category", "area", "confidence", "assigned_by", "run", "updated_at"],
-    )
+    assignments_upsert(assignments)
     items_set_status(item_ids=[a.item_id for a in assignments if a.category_id], status=FeedbackItem.Status.ASSIGNED, now=now)
     items_set_status(item_ids=[a.item_id for a in assignments if not a.category_id], status=FeedbackItem.Status.EMBEDDED, now=now)
     return assignments
@@ -159,4 +153,15 @@ def run_audit(run: ClusterRun, category: Category, verb: str, field: str, before
         action=f"{verb} by cluster run #{run.id}",
         category=category,
         details={field: {"before": before, "after": after}},
+    )
+
+
+def assignments_upsert(assignments: list[Assignment]) -> None:
+    """Write the model's assignments, one row per item: a new row, or the item's row replaced."""
+    Assignment.objects.bulk_create(
+        assignments,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["item"],
+        update_fields=["category", "area", "confidence", "assigned_by", "run", "updated_at"],
     )
