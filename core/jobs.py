@@ -9,6 +9,7 @@ what happens instead (a sweeper retries, or the run fails with the reason).
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from django.db import models
 from django.utils import timezone
@@ -37,6 +38,31 @@ class JobRun(models.Model):
         for name, value in fields.items():
             setattr(self, name, value)
         self.save(update_fields=list(fields))
+
+    def stuck_reason(self, *, now: datetime, stuck_seconds: int) -> str:
+        """Why this active run will never finish by itself, or '' while it may."""
+        stale = now - timedelta(seconds=stuck_seconds)
+        if self.status == "running" and self.heartbeat_at is not None and self.heartbeat_at < stale:
+            return "stopped: no progress from its worker"
+        if self.status == "queued" and self.created_at < stale:
+            return "stopped: no worker picked it up"
+        return ""
+
+    @classmethod
+    def reset_stuck(cls, runs: models.QuerySet, *, now: datetime, stuck_seconds: int, reason_of=None) -> int:
+        """Fail the active runs among `runs` that will never finish, so the next run can start; how many.
+
+        `reason_of(run)` may say more than `stuck_reason` knows (a process
+        seen gone). A run is failed only if nobody touched it since it was read.
+        """
+        reset = 0
+        for run in runs.filter(active=True):
+            reason = (reason_of or (lambda run: run.stuck_reason(now=now, stuck_seconds=stuck_seconds)))(run)
+            if reason:
+                reset += cls.objects.filter(id=run.id, active=True, heartbeat_at=run.heartbeat_at).update(
+                    status="failed", active=None, error=reason, finished_at=now
+                )
+        return reset
 
     @classmethod
     def enqueue(cls, task, *, run_id: int, then: str) -> bool:

@@ -49,8 +49,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from exports.records import ExportRecord
 from feedback.models import FeedbackItem
-from feedback.scrubber import scrub
 from feedback.pipeline import embed_text_for
+from feedback.scrubber import scrub
 
 DIMENSIONS = 384
 

@@ -14,8 +14,8 @@ from datetime import datetime
 import numpy as np
 import orjson
 
-from feedback.scrubber import ScrubMemo, scrub, scrub_json
 from feedback.pipeline import embed_text_for
+from feedback.scrubber import ScrubMemo, scrub, scrub_json
 from labeling.models import Area, Category, Label
 
 ROLES = ("system", "user", "assistant", "tool")

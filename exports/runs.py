@@ -11,7 +11,7 @@ import shutil
 import socket
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -94,33 +94,21 @@ def _process_gone(pid: int) -> bool:
 
 
 def _run_abandoned(run: ExportRun, *, now: datetime) -> str:
-    """Why an active run will never finish, or '' if it may still."""
-    stale = now - timedelta(seconds=stuck_seconds())
+    """Why an active run will never finish, or '' if it may still: its process seen gone on this host,
+    then what every job run knows (core.jobs.JobRun.stuck_reason)."""
     if run.status == ExportRun.Status.RUNNING:
         if run.host == HOST and run.pid and run.pid != os.getpid() and _process_gone(run.pid):
             return "stopped: its process ended before the export was written"
-        if run.heartbeat_at is not None and run.heartbeat_at < stale:
-            return "stopped: no progress from its worker"
-    elif run.status == ExportRun.Status.QUEUED and run.created_at < stale:
-        return "stopped: no worker picked it up"
-    return ""
+    return run.stuck_reason(now=now, stuck_seconds=stuck_seconds())
 
 
 def export_runs_reset_stuck(*, dataset: Dataset | None = None, now: datetime | None = None) -> int:
     """Fail active runs whose worker died or stopped beating, so the next run can start."""
     now = now or timezone.now()
-    runs = ExportRun.objects.filter(active=True)
-    if dataset is not None:
-        runs = runs.filter(dataset=dataset)
-    reset = 0
-    for run in runs:
-        reason = _run_abandoned(run, now=now)
-        if reason:
-            # Only if nobody touched it since it was read.
-            reset += ExportRun.objects.filter(id=run.id, active=True, heartbeat_at=run.heartbeat_at).update(
-                status=ExportRun.Status.FAILED, active=None, error=reason, finished_at=now
-            )
-    return reset
+    runs = ExportRun.objects.all() if dataset is None else ExportRun.objects.filter(dataset=dataset)
+    return ExportRun.reset_stuck(
+        runs, now=now, stuck_seconds=stuck_seconds(), reason_of=lambda run: _run_abandoned(run, now=now)
+    )
 
 
 def export_run_start(

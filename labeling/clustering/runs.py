@@ -3,12 +3,10 @@ a run whose worker stopped is failed by the next start."""
 
 import logging
 from dataclasses import asdict
-from datetime import timedelta
 
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from labeling import signals
@@ -41,15 +39,9 @@ class RunAlreadyActive(Exception):
 
 
 def cluster_runs_reset_stuck(*, now=None) -> int:
-    """Fail runs whose worker stopped beating, so a new run can start."""
-    now = now or timezone.now()
-    stale = now - timedelta(seconds=settings.CLUSTER_RUN_STUCK_SECONDS)
-    stuck = ClusterRun.objects.filter(active=True).filter(
-        Q(status=ClusterRun.Status.RUNNING, heartbeat_at__lt=stale)
-        | Q(status=ClusterRun.Status.QUEUED, created_at__lt=stale)
-    )
-    return stuck.update(
-        status=ClusterRun.Status.FAILED, active=None, finished_at=now, error="stopped: no progress from its worker"
+    """Fail runs whose worker stopped beating (or that no worker took), so a new run can start."""
+    return ClusterRun.reset_stuck(
+        ClusterRun.objects.all(), now=now or timezone.now(), stuck_seconds=settings.CLUSTER_RUN_STUCK_SECONDS
     )
 
 

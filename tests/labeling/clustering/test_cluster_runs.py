@@ -12,11 +12,12 @@ from labeling.clustering.runs import (
     RunAlreadyActive,
     cluster_run_execute,
     cluster_run_start,
+    cluster_runs_reset_stuck,
 )
 from labeling.clustering.services import items_assign
 from labeling.models import Assignment, AuditEvent, Category, ClusterRun
-from tests.factories.clustering import add_items, category_of, run_clustering
 from tests.factories import source_make
+from tests.factories.clustering import add_items, category_of, run_clustering
 
 pytestmark = pytest.mark.django_db
 
@@ -181,6 +182,23 @@ def test_a_stuck_run_is_failed_so_a_new_one_can_start():
     stuck.refresh_from_db()
     assert stuck.status == ClusterRun.Status.FAILED and "no progress" in stuck.error
     assert run.active is True
+
+
+def test_a_run_no_worker_took_is_failed_with_that_reason_and_a_live_one_is_kept(settings):
+    settings.CLUSTER_RUN_STUCK_SECONDS = 600
+    waited = ClusterRun.objects.create(
+        trigger=ClusterRun.Trigger.COMMAND, created_at=timezone.now() - timezone.timedelta(hours=1)
+    )
+    assert cluster_runs_reset_stuck() == 1
+    waited.refresh_from_db()
+    assert waited.status == ClusterRun.Status.FAILED and waited.active is None
+    assert waited.error == "stopped: no worker picked it up"
+    live = ClusterRun.objects.create(
+        trigger=ClusterRun.Trigger.COMMAND, status=ClusterRun.Status.RUNNING, heartbeat_at=timezone.now()
+    )
+    assert cluster_runs_reset_stuck() == 0
+    live.refresh_from_db()
+    assert live.status == ClusterRun.Status.RUNNING and live.active is True
 
 
 def test_a_finished_run_can_be_followed_by_another(centers):
