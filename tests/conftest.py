@@ -2,8 +2,28 @@ import numpy as np
 import pytest
 
 from feedback import custom_patterns, vector_index
+from tests.factories import client_for, user_make
 from tests.factories.clustering import THEMES
 from tests.factories.rollouts import planted_rise
+
+
+# Logged-in browsers of each role, for the page tests. A module that needs other
+# people (a reviewer as a user object, a second reviewer) defines its own fixture
+# of the same name, which takes precedence there.
+@pytest.fixture
+def reviewer():
+    return client_for(user_make("rita", "reviewer"))
+
+
+@pytest.fixture
+def admin():
+    return client_for(user_make("ada", "admin"))
+
+
+@pytest.fixture
+def nobody():
+    """Logged in, but with no role: staff who only file reports."""
+    return client_for(user_make("sam"))
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ from exports.models import Dataset
 from exports.schemas import FORMATS
 from exports.writing import version_folder
 from labeling.models import Area, Category
+from tests.factories import client_for, user_make
 from tests.factories.exports import (
     dataset_make,
     export,
@@ -22,7 +23,6 @@ from tests.factories.exports import (
     label_make,
     source_get,
 )
-from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
 
@@ -32,11 +32,6 @@ WORDS = (
     "romeo sierra tango uniform victor whiskey xray"
 ).split()
 ALL_FORMATS = list(FORMATS)
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
 
 
 @pytest.fixture

@@ -14,24 +14,8 @@ from tests.factories.exports import (
     source_get,
     unit,
 )
-from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
-
-
-@pytest.fixture
-def admin():
-    return client_for(user_make("ada", "admin"))
-
-
-@pytest.fixture
-def nobody():
-    return client_for(user_make("sam"))
 
 
 @pytest.fixture

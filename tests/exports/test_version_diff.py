@@ -12,14 +12,8 @@ from exports.models import DatasetVersion, DatasetVersionItem
 from feedback.models import FeedbackItem
 from labeling.models import Area, Assignment, Category, Label
 from tests.factories.exports import dataset_make, export, item_make, label_make
-from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
 
 
 def relabel(label: Label, **fields) -> None:

@@ -28,11 +28,6 @@ def queued(monkeypatch):
     return ids
 
 
-@pytest.fixture
-def admin():
-    return client_for(user_make("ada", "admin"))
-
-
 def jsonl(*events) -> bytes:
     return "".join(json.dumps(event) + "\n" for event in events).encode()
 

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from labeling.models import Area, Assignment, AuditEvent, Category
+from tests.factories import client_for, source_make, user_make
 from tests.factories.areas import (
     area_make,
     category_make,
@@ -13,27 +14,10 @@ from tests.factories.areas import (
     unsorted_make,
 )
 from tests.factories.clustering import add_items, run_clustering
-from tests.factories import client_for, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
 HUGE = "99999999999999999999"  # more than a 64-bit id
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
-
-
-@pytest.fixture
-def admin():
-    return client_for(user_make("ada", "admin"))
-
-
-@pytest.fixture
-def nobody():
-    """Logged in, but with no role: staff who only file reports."""
-    return client_for(user_make("sam"))
 
 
 @pytest.fixture

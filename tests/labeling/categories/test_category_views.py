@@ -12,25 +12,9 @@ from django.utils import timezone
 from feedback.models import FeedbackItem
 from labeling.categories import selectors
 from labeling.models import Assignment, AuditEvent, Category
-from tests.factories import client_for, source_make, user_make
+from tests.factories import source_make
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
-
-
-@pytest.fixture
-def admin():
-    return client_for(user_make("ada", "admin"))
-
-
-@pytest.fixture
-def nobody():
-    """Logged in, but with no role: staff who only file reports."""
-    return client_for(user_make("sam"))
 
 
 @pytest.fixture

@@ -6,15 +6,10 @@ import pytest
 
 from labeling.areas.selectors import top_areas
 from labeling.models import Area, Category
-from tests.factories.areas import area_make, category_make, item_make, unsorted_make
 from tests.factories import client_for, source_make, user_make
+from tests.factories.areas import area_make, category_make, item_make, unsorted_make
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
 
 
 @pytest.fixture

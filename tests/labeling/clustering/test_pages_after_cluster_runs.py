@@ -15,8 +15,6 @@ from django.core.management import call_command
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from feedback import services as feedback_services
-
 from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.clustering.services import items_assign
@@ -24,21 +22,10 @@ from labeling.models import Assignment, AuditEvent, Category, ClusterRun, Label
 from labeling.templatetags.audit import pairs
 from tests.factories.clustering import category_of, run_clustering
 from tests.factories.exports import dataset_make, export, item_make
-from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
 
 FIRST_LOAD, SECOND_LOAD = 300, 450  # demo signals (seed 7): the second load adds 150 new ones
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
-
-
-@pytest.fixture
-def admin():
-    return client_for(user_make("ada", "admin"))
 
 
 def demo_load_and_embed(count: int) -> None:

@@ -7,7 +7,6 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from labeling.models import AuditEvent, Category, ClusterRun
-from tests.factories import client_for, user_make
 
 pytestmark = pytest.mark.django_db
 
@@ -18,16 +17,6 @@ def queued(monkeypatch):
     ids = []
     monkeypatch.setattr("labeling.tasks.run_clustering.apply_async", lambda args, **kwargs: ids.append(args[0]))
     return ids
-
-
-@pytest.fixture
-def reviewer():
-    return client_for(user_make("rita", "reviewer"))
-
-
-@pytest.fixture
-def nobody():
-    return client_for(user_make("sam"))
 
 
 def done_run(**fields) -> ClusterRun:
