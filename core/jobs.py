@@ -55,9 +55,11 @@ class JobRun(models.Model):
         `reason_of(run)` may say more than `stuck_reason` knows (a process
         seen gone). A run is failed only if nobody touched it since it was read.
         """
+        if reason_of is None:
+            reason_of = lambda run: run.stuck_reason(now=now, stuck_seconds=stuck_seconds)  # noqa: E731
         reset = 0
         for run in runs.filter(active=True):
-            reason = (reason_of or (lambda run: run.stuck_reason(now=now, stuck_seconds=stuck_seconds)))(run)
+            reason = reason_of(run)
             if reason:
                 reset += cls.objects.filter(id=run.id, active=True, heartbeat_at=run.heartbeat_at).update(
                     status="failed", active=None, error=reason, finished_at=now
@@ -74,7 +76,10 @@ class JobRun(models.Model):
         if exc is None:
             return True
         cls.objects.filter(id=run_id, status="queued").update(
-            status="failed", active=None, finished_at=timezone.now(), error=unreachable_reason(exc, then=then)
+            status="failed",
+            active=None,
+            finished_at=timezone.now(),
+            error=f"the task queue is unreachable ({type(exc).__name__}); {then}",
         )
         return False
 
@@ -90,8 +95,3 @@ def send(task, args: Sequence = (), *, if_unreachable: str, **options) -> Except
         logger.warning("broker unavailable; %s", if_unreachable, exc_info=True)
         return exc
     return None
-
-
-def unreachable_reason(exc: Exception, *, then: str) -> str:
-    """The error a run records when its task could not be queued."""
-    return f"the task queue is unreachable ({type(exc).__name__}); {then}"
