@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import connection, transaction
-from django.db.models import Max, Min, Q, Sum, Value
+from django.db.models import Max, Min, OuterRef, Q, Subquery, Sum, Value
 
 from labeling.models import CountTotal, DailyCount, DailyCountChange
 
@@ -55,24 +55,42 @@ def counted_total(condition: Q | None = None, *, daily: bool = False) -> int:
     return sum(counted((), condition, daily=daily).values())
 
 
-def rated_spans() -> dict[tuple[str, str], tuple]:
-    """(model version, variant) -> (first day, last day) with thumbs-up or -down ratings; one query.
+def spans(condition: Q | None = None) -> dict[tuple[str, str], tuple]:
+    """(model version, variant) -> (first day, last day) of the items where `condition` holds; one query.
 
-    From the daily counts, plus the changes not folded yet that add items (a
-    deletion not folded yet may leave its day in the span for a minute).
+    The pairs come from the totals (a few hundred rows), and each pair's first
+    and last day off the `daily_count_span` index: grouping every daily count
+    took 90 ms at a million items. The changes not folded yet that add items
+    are included (a deletion not folded yet may leave its day in the span
+    for a minute).
     """
-    condition = Q(kind="rating", rating__in=(1, -1))
-    spans = [
-        model.objects.filter(condition, *([Q(n__gt=0)] if model is DailyCountChange else []))
+    condition = condition or Q()
+    days = DailyCount.objects.filter(
+        condition, model_version=OuterRef("model_version"), variant=OuterRef("variant")
+    ).order_by().values("day")
+    folded = (
+        CountTotal.objects.filter(condition).order_by().values("model_version", "variant")
+        .annotate(total=Sum("n"))  # one row per pair, so each pair's days are looked up once
+        .annotate(first=Subquery(days.order_by("day")[:1]), last=Subquery(days.order_by("-day")[:1]))
+        .values("model_version", "variant", "first", "last")
+    )
+    pending = (
+        DailyCountChange.objects.filter(condition, n__gt=0)
         .order_by().values("model_version", "variant").annotate(first=Min("day"), last=Max("day"))
-        for model in (DailyCount, DailyCountChange)
-    ]
+    )
     found: dict[tuple[str, str], tuple] = {}
-    for row in spans[0].union(spans[1], all=True):
+    for row in folded.union(pending, all=True):
+        if row["first"] is None:  # a total whose daily rows went (a rebuild in between)
+            continue
         key = (row["model_version"], row["variant"])
         first, last = found.get(key, (row["first"], row["last"]))
         found[key] = (min(first, row["first"]), max(last, row["last"]))
     return found
+
+
+def rated_spans() -> dict[tuple[str, str], tuple]:
+    """(model version, variant) -> (first day, last day) with thumbs-up or -down ratings; one query."""
+    return spans(Q(kind="rating", rating__in=(1, -1)))
 
 
 def counts_compact() -> int:

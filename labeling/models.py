@@ -375,6 +375,8 @@ class DailyCount(_Counted):
         indexes = [
             models.Index(fields=["category_id", "day"], name="daily_count_category"),
             models.Index(fields=["day"], name="daily_count_day"),
+            # A version's first and last day (labeling.counts.spans).
+            models.Index(fields=["model_version", "variant", "day"], name="daily_count_span"),
         ]
 
 

@@ -16,8 +16,7 @@ from django.db.models.functions import Coalesce, Lower
 from core.ids import id_parse
 from feedback.models import FeedbackItem
 from labeling.categories.selectors import PAGE_SIZE
-from labeling.clustering.services import failure_signals
-from labeling.counts import counted
+from labeling.counts import counted, counted_total
 from labeling.models import Area, Category
 
 NO_AREA = "none"  # the ?area= value for categories (or items) in no area
@@ -90,7 +89,8 @@ def areas_merged() -> QuerySet[Area]:
 
 def unsorted_total() -> int:
     """Failure signals in no area and no category: waiting for a cluster run or a reviewer."""
-    return failure_signals().filter(Q(assignment__isnull=True) | Q(assignment__area=None, assignment__category=None)).count()
+    # From the pre-aggregated counts, where no category and no area are both 0.
+    return counted_total(FeedbackItem.FAILURES & Q(category_id=0, area_id=0))
 
 
 # --- One area ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -214,28 +214,19 @@ class ItemBreakdown:
 
 
 def category_item_breakdown(*, category: Category) -> ItemBreakdown:
-    """The filter menus and the per-version counts of a category, from one query grouped by version and variant."""
-    rows = (
-        FeedbackItem.objects.filter(assignment__category=category)
-        .order_by()
-        .values("model_version", "variant")
-        .annotate(
-            thumbs_down=Count("id", filter=Q(rating=FeedbackItem.DOWN)),
-            thumbs_up=Count("id", filter=Q(rating=FeedbackItem.UP)),
-            reports=Count("id", filter=Q(kind=FeedbackItem.Kind.REPORT)),
-            total=Count("id"),
-        )
-    )
+    """The filter menus and the per-version counts of a category, in one read of the pre-aggregated counts."""
     versions: dict[str, dict] = {}
     variants = set()
-    for row in rows:
-        variants.add(row["variant"])
+    found = counted(("model_version", "variant", "kind", "rating"), Q(category_id=category.id))
+    for (model_version, variant, kind, rating), n in found.items():
+        variants.add(variant)
         counts = versions.setdefault(
-            row["model_version"],
-            {"model_version": row["model_version"], "thumbs_down": 0, "thumbs_up": 0, "reports": 0, "total": 0},
+            model_version, {"model_version": model_version, "thumbs_down": 0, "thumbs_up": 0, "reports": 0, "total": 0}
         )
-        for key in ("thumbs_down", "thumbs_up", "reports", "total"):
-            counts[key] += row[key]
+        counts["thumbs_down"] += n if rating == FeedbackItem.DOWN else 0
+        counts["thumbs_up"] += n if rating == FeedbackItem.UP else 0
+        counts["reports"] += n if kind == FeedbackItem.Kind.REPORT else 0
+        counts["total"] += n
     return ItemBreakdown(
         facets={"model_versions": sorted(set(versions) - {""}), "variants": sorted(variants - {""})},
         version_counts=sorted(versions.values(), key=lambda c: (-c["thumbs_down"], c["model_version"])),

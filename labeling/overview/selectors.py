@@ -117,12 +117,24 @@ def sparkline_points(values: list[int], *, width: int = 120, height: int = 24) -
 
 
 def pipeline_health() -> dict:
-    by_status = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).order_by())
+    """Items per pipeline status.
+
+    Only the statuses an item passes through are counted, off the status
+    index; the total comes from the pre-aggregated counts and the rest are
+    assigned. Counting every item by status took 290 ms at a million.
+    """
+    Status = FeedbackItem.Status
+    passing = (Status.RECEIVED, Status.EMBEDDED, Status.FAILED)
+    by_status = dict(
+        FeedbackItem.objects.filter(status__in=passing).values_list("status").annotate(n=Count("id")).order_by()
+    )
+    total = counts.counted_total()
     return {
-        "waiting": by_status.get(FeedbackItem.Status.RECEIVED, 0),
-        "failed": by_status.get(FeedbackItem.Status.FAILED, 0),
-        "embedded": by_status.get(FeedbackItem.Status.EMBEDDED, 0),
-        "assigned": by_status.get(FeedbackItem.Status.ASSIGNED, 0),
-        "total": sum(by_status.values()),
+        "waiting": by_status.get(Status.RECEIVED, 0),
+        "failed": by_status.get(Status.FAILED, 0),
+        "embedded": by_status.get(Status.EMBEDDED, 0),
+        # Two reads, so an item arriving between them could make this -1 for a moment.
+        "assigned": max(total - sum(by_status.values()), 0),
+        "total": total,
         "last_run": ClusterRun.objects.order_by("-created_at", "-id").first(),
     }

@@ -44,8 +44,10 @@ def label_previous_item_id(*, reviewer, item_id: int) -> int | None:
 
 def item_neighbour_ids(*, item: FeedbackItem) -> tuple[int | None, int | None]:
     """(previous, next) item ids in the order of the item lists: newest first."""
-    newer = Q(received_at__gt=item.received_at) | Q(received_at=item.received_at, id__gt=item.id)
-    older = Q(received_at__lt=item.received_at) | Q(received_at=item.received_at, id__lt=item.id)
+    # Led by a plain bound the index seeks to: the OR alone walks the whole index for the newest item.
+    at = item.received_at
+    newer = Q(received_at__gte=at) & (Q(received_at__gt=at) | Q(id__gt=item.id))
+    older = Q(received_at__lte=at) & (Q(received_at__lt=at) | Q(id__lt=item.id))
     previous = FeedbackItem.objects.filter(newer).order_by("received_at", "id").values_list("id", flat=True).first()
     following = FeedbackItem.objects.filter(older).order_by("-received_at", "-id").values_list("id", flat=True).first()
     return previous, following

@@ -58,16 +58,21 @@ def page_number_parse(text: str | None) -> int:
     return int(text) if text and text.isascii() and text.isdigit() and len(text) < 10 else 1
 
 
+# Each condition leads with a plain bound on occurred_at, which the index can
+# seek to; the OR alone made PostgreSQL walk the index from its end (164 ms
+# instead of 5 for a page half-way down a million items).
+
+
 def _older_than(at: tuple[datetime, int], *, inclusive: bool = False) -> Q:
     moment, item_id = at
-    same = Q(occurred_at=moment, id__lte=item_id) if inclusive else Q(occurred_at=moment, id__lt=item_id)
-    return Q(occurred_at__lt=moment) | same
+    same = Q(id__lte=item_id) if inclusive else Q(id__lt=item_id)
+    return Q(occurred_at__lte=moment) & (Q(occurred_at__lt=moment) | same)
 
 
 def _newer_than(at: tuple[datetime, int], *, inclusive: bool = False) -> Q:
     moment, item_id = at
-    same = Q(occurred_at=moment, id__gte=item_id) if inclusive else Q(occurred_at=moment, id__gt=item_id)
-    return Q(occurred_at__gt=moment) | same
+    same = Q(id__gte=item_id) if inclusive else Q(id__gt=item_id)
+    return Q(occurred_at__gte=moment) & (Q(occurred_at__gt=moment) | same)
 
 
 def keyset_page(
@@ -77,15 +82,17 @@ def keyset_page(
     before: tuple[datetime, int] | None = None,
     page_number: int = 1,
     size: int = PAGE_SIZE,
+    count: int | None = None,
 ) -> KeysetPage:
     """The page of `items` (ordered newest first) just older than `after`, or just newer than `before`.
 
     Without a cursor, page `page_number` counted from the newest (an OFFSET,
     for links from before cursors existed). A `before` page that reaches the
-    newest item is the first page, full.
+    newest item is the first page, full. `count`: how many `items` are, when
+    the caller knows it without counting them.
     """
     newest_first = items.order_by("-occurred_at", "-id")
-    count = newest_first.count()
+    count = newest_first.count() if count is None else count
     if before is not None:
         rows = list(newest_first.filter(_newer_than(before)).order_by("occurred_at", "id")[: size + 1])
         if len(rows) > size:

@@ -20,6 +20,7 @@ from django.db.models.functions import Lower
 from core.ids import id_parse
 from core.roles import is_admin
 from feedback.models import FeedbackItem
+from labeling.counts import counted, counted_total
 from labeling.flags import item_flags
 from labeling.models import Area, Assignment, Category, Label
 from labeling.review.selectors import labels_hidden_from
@@ -121,12 +122,34 @@ def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackIte
     return items.order_by("-occurred_at", "-id")
 
 
+# What the pre-aggregated counts are keyed by, as search filters; `rating` by its value.
+_COUNTED_FILTERS = {"kind": "kind", "model_version": "model_version", "variant": "variant"}
+_COUNTED_RATINGS = {"up": FeedbackItem.UP, "down": FeedbackItem.DOWN, "none": 0}
+
+
+def items_search_count(*, filters: SearchFilters) -> int | None:
+    """How many items `items_search` finds, from the pre-aggregated counts; None when they cannot tell.
+
+    They can when every filter given is one the counts are keyed by (kind,
+    rating, version, variant): these hide nothing from a blind second
+    reviewer, so the count is the same for every viewer. Counting the
+    items themselves took 110 ms at a million.
+    """
+    given = {name for name, value in vars(filters).items() if value}
+    if not given <= {*_COUNTED_FILTERS, "rating"} or filters.rating not in ("", *_COUNTED_RATINGS):
+        return None
+    condition = Q(**{field: getattr(filters, name) for name, field in _COUNTED_FILTERS.items() if getattr(filters, name)})
+    if filters.rating:
+        condition &= Q(rating=_COUNTED_RATINGS[filters.rating])
+    return counted_total(condition)
+
+
 def search_choices() -> dict:
     """The values the search filters offer."""
     from feedback.models import Source
 
-    # One pass over the items for both menus.
-    pairs = list(FeedbackItem.objects.order_by().values_list("model_version", "variant").distinct())
+    # Both menus from the pre-aggregated counts: a pass over the items took 300 ms at a million.
+    pairs = counted(("model_version", "variant"))
     return {
         "sources": list(Source.objects.values_list("slug", "name")),
         "model_versions": sorted({version for version, _ in pairs} - {""}),

@@ -34,6 +34,7 @@ def search(request: HttpRequest) -> HttpResponse:
             selectors.items_search(filters=filters, viewer=request.user),
             **(form.cursors() if form.is_bound else {}),
             page_number=page_number_parse(request.GET.get("page")),
+            count=selectors.items_search_count(filters=filters),
         )
         count = page.count
     query = {key: value for key, value in request.GET.items() if key not in ("page", "after", "before") and value}

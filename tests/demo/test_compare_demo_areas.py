@@ -25,7 +25,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from demo import corpus as demo_corpus
-from feedback import services as feedback_services
 from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.clustering.runs import cluster_run_execute, cluster_run_start

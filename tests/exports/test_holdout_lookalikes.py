@@ -14,7 +14,6 @@ import pytest
 
 from exports import holdout, runs
 from exports.models import DatasetVersion, ExportRun, Trigger
-from feedback import services as feedback_services
 from feedback import pipeline
 from feedback.models import FeedbackItem
 from tests.factories import exports as helpers

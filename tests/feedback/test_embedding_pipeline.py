@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from config.celery import app as celery_app
-from feedback import embedder, selectors, services
+from feedback import embedder, selectors
 from feedback import pipeline
 from feedback.text import EMBED_RECIPE
 from feedback.models import Embedding, FeedbackItem

@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.celery import app as celery_app
-from feedback import pipeline, services
+from feedback import pipeline
 from feedback.models import Embedding, FeedbackItem
 from tests.factories import post_signed, rating_event, source_make
 from tests.servers import ROOT, database_url, wait_for

@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.celery import app as celery_app
-from feedback import embedder, pipeline, services, tasks
+from feedback import embedder, pipeline, tasks
 from feedback.models import Embedding, FeedbackItem
 from labeling.models import Assignment, Category
 from tests.factories import celery_broker_use, post_signed, rating_event, source_make

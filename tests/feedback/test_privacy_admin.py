@@ -2,8 +2,6 @@
 
 import pytest
 
-from feedback import services as feedback_services
-
 from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.models import AuditEvent

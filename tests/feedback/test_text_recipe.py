@@ -9,7 +9,6 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from exports.holdout import text_key
-from feedback import services
 from feedback import pipeline
 from feedback.models import FeedbackItem
 from feedback.text import EMBED_RECIPE, embed_text, embeddable_text, is_vague, mask_identifiers

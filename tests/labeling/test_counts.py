@@ -154,3 +154,94 @@ def test_concurrent_writers_and_compactions_keep_the_counts_exact():
     counts.counts_compact()
     _exact("the last fold")
     assert counts.counted_total() == FeedbackItem.objects.count() == 4 * 5 * (40 - 3)
+
+
+def _summed(rows: list[dict]) -> dict[tuple, int]:
+    """Comparison rows summed over their days, by everything else they are keyed by."""
+    found: dict[tuple, int] = {}
+    for row in rows:
+        key = tuple(value for name, value in sorted(row.items()) if name not in ("day", "n"))
+        found[key] = found.get(key, 0) + row["n"]
+    return found
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("folded", [False, True], ids=["changes not folded", "folded"])
+def test_what_the_pages_read_from_the_counts_equals_counting_the_items(folded):
+    from django.db.models import Count, Max, Min, Q
+
+    from labeling.areas.selectors import unsorted_total
+    from labeling.compare.comparison import daily_counts
+    from labeling.compare.params import Side
+    from labeling.search.selectors import SearchFilters, items_search, items_search_count, search_choices
+
+    source, _ = source_make()
+    area = Area.objects.create(name="Tests and verification")
+    category = Category.objects.create(name="claims tests pass", area=area)
+    items = _items(source, 60)
+    FeedbackItem.objects.filter(id__in=[item.id for item in items[:8]]).update(variant="B")
+    FeedbackItem.objects.filter(id__in=[item.id for item in items[8:12]]).update(status="received")
+    FeedbackItem.objects.filter(id__in=[item.id for item in items[12:14]]).update(status="failed")
+    FeedbackItem.objects.filter(id__in=[item.id for item in items[14:30]]).update(status="assigned")
+    FeedbackItem.objects.create(
+        source=source, external_id="report", kind="report", model_version="2.1", occurred_at=timezone.now(),
+        receipt_id=uuid.uuid4(),
+    )
+    Assignment.objects.bulk_create(Assignment(item=item, category=category, area=area) for item in items[:20])
+    Assignment.objects.bulk_create(Assignment(item=item, area=area) for item in items[20:25])  # the area's unsorted
+    Assignment.objects.bulk_create(Assignment(item=item) for item in items[25:28])  # nowhere at all
+    if folded:
+        counts.counts_compact()
+    assert DailyCountChange.objects.exists() != folded
+
+    by_status = dict(FeedbackItem.objects.values_list("status").annotate(n=Count("id")).order_by())
+    health = overview_selectors.pipeline_health()
+    assert (health["waiting"], health["failed"], health["embedded"], health["assigned"], health["total"]) == (
+        by_status.get("received", 0), by_status.get("failed", 0), by_status.get("embedded", 0),
+        by_status.get("assigned", 0), FeedbackItem.objects.count(),
+    )
+    nowhere = FeedbackItem.objects.failures().filter(
+        Q(assignment__isnull=True) | Q(assignment__area=None, assignment__category=None)
+    )
+    assert unsorted_total() == nowhere.count() > 0
+    choices = search_choices()
+    assert choices["model_versions"] == ["2.1", "2.2"] and choices["variants"] == ["B"]
+    for filters in (
+        SearchFilters(), SearchFilters(rating="down"), SearchFilters(rating="up", model_version="2.2"),
+        SearchFilters(kind="report"), SearchFilters(variant="B", rating="down"), SearchFilters(model_version="9.9"),
+    ):
+        assert items_search_count(filters=filters) == items_search(filters=filters).count(), filters
+    for filters in (SearchFilters(q="tests"), SearchFilters(category=str(category.id)), SearchFilters(status="failed")):
+        assert items_search_count(filters=filters) is None, filters  # the items are counted instead
+
+    breakdown = category_selectors.category_item_breakdown(category=category)
+    in_category = FeedbackItem.objects.filter(assignment__category=category)
+    assert {row["model_version"]: (row["thumbs_down"], row["thumbs_up"], row["total"]) for row in breakdown.version_counts} == {
+        version: (
+            in_category.filter(model_version=version, rating=-1).count(),
+            in_category.filter(model_version=version, rating=1).count(),
+            in_category.filter(model_version=version).count(),
+        )
+        for version in ("2.1", "2.2")
+    }
+    assert breakdown.facets == {"model_versions": ["2.1", "2.2"], "variants": ["B"]}
+
+    days = {
+        (row["model_version"], row["variant"]): (row["first"].date(), row["last"].date())
+        for row in FeedbackItem.objects.filter(kind="rating").values("model_version", "variant")
+        .annotate(first=Min("occurred_at"), last=Max("occurred_at")).order_by()
+    }
+    assert counts.rated_spans() == days
+
+    # A comparison's figures: the all-time totals when the window holds every item, the
+    # daily counts otherwise; both equal the daily rows summed over the window.
+    sides = (Side("2.1"), Side("2.2", "B"))
+    today = timezone.now().date()
+    for date_from, date_to in ((today - timedelta(days=30), today), (today - timedelta(days=5), today)):
+        summed = _summed(daily_counts(sides=sides, date_from=date_from, date_to=date_to, by_day=True))
+        assert _summed(daily_counts(sides=sides, date_from=date_from, date_to=date_to, by_day=False)) == summed
+    everything = _summed(daily_counts(sides=sides, date_from=today - timedelta(days=30), date_to=today, by_day=False))
+    recent = _summed(daily_counts(sides=sides, date_from=today - timedelta(days=5), date_to=today, by_day=False))
+    assert sum(everything.values()) == FeedbackItem.objects.filter(
+        Q(model_version="2.1") | Q(model_version="2.2", variant="B")
+    ).count() > sum(recent.values())

@@ -9,8 +9,6 @@ import pytest
 from django.core.management import call_command
 from django.utils.html import escape
 
-from feedback import services as feedback_services
-
 from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.areas import services as area_services

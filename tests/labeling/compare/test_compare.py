@@ -207,10 +207,10 @@ def test_a_long_range_is_drawn_by_week_unless_asked_otherwise():
     assert (long.bucket, short.bucket, daily.bucket) == ("week", "day", "day")
 
 
-def test_the_comparison_reads_three_queries_however_many_categories(django_assert_num_queries):
+def test_the_comparison_reads_four_queries_however_many_categories(django_assert_num_queries):
     planted_data()
     p = params()
-    with django_assert_num_queries(3):  # the counts, their categories, the series (no areas here)
+    with django_assert_num_queries(4):  # the sides' spans, the counts, their categories, the series (no areas here)
         comparison_build(params=p)
 
 

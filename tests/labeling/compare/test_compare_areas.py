@@ -153,10 +153,10 @@ def test_an_area_seen_only_on_the_newer_side_is_marked_new():
     assert row.is_new and not row.is_gone and (row.down_a, row.down_b) == (0, 3) and row.categories == []
 
 
-def test_the_comparison_reads_four_queries_with_areas(django_assert_num_queries):
+def test_the_comparison_reads_five_queries_with_areas(django_assert_num_queries):
     area_data()
     p = params()
-    with django_assert_num_queries(4):  # the counts, their areas, their categories, the series by day
+    with django_assert_num_queries(5):  # the sides' spans, the counts, their areas, their categories, the series by day
         comparison = comparison_build(params=p)
     assert len(comparison.areas) == 2
 

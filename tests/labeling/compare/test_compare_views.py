@@ -76,7 +76,7 @@ def test_a_reviewer_sees_the_flagged_regression_the_new_category_and_what_the_ra
 def test_the_page_reads_a_fixed_number_of_queries_however_many_categories(client, reviewer, django_assert_max_num_queries):
     planted_data()
     saved_comparison_create(params=params())
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(10):
         assert client.get(PLANTED_URL).status_code == 200
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from feedback import custom_patterns, embedder, services, vector_index
+from feedback import custom_patterns, embedder, vector_index
 
 from feedback import pipeline
 from feedback.models import Embedding, FeedbackItem
