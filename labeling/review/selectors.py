@@ -44,7 +44,8 @@ def label_previous_item_id(*, reviewer, item_id: int) -> int | None:
 
 def item_neighbour_ids(*, item: FeedbackItem) -> tuple[int | None, int | None]:
     """(previous, next) item ids in the order of the item lists: newest first."""
-    # Led by a plain bound the index seeks to: the OR alone walks the whole index for the newest item.
+    # Led by a plain bound the index seeks to: with the OR alone and stale statistics,
+    # PostgreSQL walked the whole index for the newest item (176 ms at a million).
     at = item.received_at
     newer = Q(received_at__gte=at) & (Q(received_at__gt=at) | Q(id__gt=item.id))
     older = Q(received_at__lte=at) & (Q(received_at__lt=at) | Q(id__lt=item.id))

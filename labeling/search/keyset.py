@@ -59,8 +59,9 @@ def page_number_parse(text: str | None) -> int:
 
 
 # Each condition leads with a plain bound on occurred_at, which the index can
-# seek to; the OR alone made PostgreSQL walk the index from its end (164 ms
-# instead of 5 for a page half-way down a million items).
+# seek to whatever the planner believes; with the OR alone and stale
+# statistics PostgreSQL walked the index from its end (164 ms instead of 5
+# for a page half-way down a million items).
 
 
 def _older_than(at: tuple[datetime, int], *, inclusive: bool = False) -> Q:
