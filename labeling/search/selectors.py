@@ -122,8 +122,8 @@ def items_search(*, filters: SearchFilters, viewer=None) -> QuerySet[FeedbackIte
     return items.order_by("-occurred_at", "-id")
 
 
-# What the pre-aggregated counts are keyed by, as search filters; `rating` by its value.
-_COUNTED_FILTERS = {"kind": "kind", "model_version": "model_version", "variant": "variant"}
+# The search filters the pre-aggregated counts are keyed by (same names); `rating` by its value.
+_COUNTED_FILTERS = ("kind", "model_version", "variant")
 _COUNTED_RATINGS = {"up": FeedbackItem.UP, "down": FeedbackItem.DOWN, "none": 0}
 
 
@@ -138,7 +138,7 @@ def items_search_count(*, filters: SearchFilters) -> int | None:
     given = {name for name, value in vars(filters).items() if value}
     if not given <= {*_COUNTED_FILTERS, "rating"} or filters.rating not in ("", *_COUNTED_RATINGS):
         return None
-    condition = Q(**{field: getattr(filters, name) for name, field in _COUNTED_FILTERS.items() if getattr(filters, name)})
+    condition = Q(**{name: getattr(filters, name) for name in _COUNTED_FILTERS if getattr(filters, name)})
     if filters.rating:
         condition &= Q(rating=_COUNTED_RATINGS[filters.rating])
     return counted_total(condition)
