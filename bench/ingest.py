@@ -588,6 +588,28 @@ class Server:
 # --- py-spy (server side, while the load runs) ----------------------------------------
 
 
+def report_failure(exc: BenchFailure, server: Server | None) -> None:
+    print(f"\nBENCH FAILED: {exc}", file=sys.stderr)
+    if server is not None:
+        print(f"gunicorn log (tail):\n{server.log_tail()}", file=sys.stderr)
+
+
+def tear_down(server: Server | None, drop_database, db_name: str) -> None:
+    """Stop the server, close Django's connections, then drop the bench's database (if `drop_database`)."""
+    signal.alarm(0)
+    if server is not None:
+        server.stop()
+    if "django.db" in sys.modules:
+        from django.db import connections
+
+        connections.close_all()
+    if drop_database is not None:
+        try:
+            drop_database()
+        except Exception as exc:  # report, but still clean the rest
+            print(f"could not drop database {db_name}: {exc}", file=sys.stderr)
+
+
 def py_spy_path() -> str | None:
     candidate = VENV / "bin" / "py-spy"
     return str(candidate) if candidate.exists() else shutil.which("py-spy")
@@ -1164,25 +1186,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n  check: the in-process runs stored {stored} rows = {expected} events sent  OK")
         return 0
     except BenchFailure as exc:
-        print(f"\nBENCH FAILED: {exc}", file=sys.stderr)
-        if server is not None:
-            print(f"gunicorn log (tail):\n{server.log_tail()}", file=sys.stderr)
+        report_failure(exc, server)
         return 1
     finally:
-        signal.alarm(0)
         if spy is not None:
             spy.stop()
-        if server is not None:
-            server.stop()
-        if "django.db" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        if db_created:
-            try:
-                database_drop(args.db_name)
-            except Exception as exc:  # report, but still clean the rest
-                print(f"could not drop database {args.db_name}: {exc}", file=sys.stderr)
+        tear_down(server, (lambda: database_drop(args.db_name)) if db_created else None, args.db_name)
         try:
             redis_client().flushdb()
         except Exception as exc:

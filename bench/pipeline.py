@@ -631,25 +631,16 @@ def main(argv: list[str] | None = None) -> int:
         print_table(results, args, load_before)
         return 0 if all(result.drain_seconds is not None for result in results) else 1
     except ingest.BenchFailure as exc:
-        print(f"\nBENCH FAILED: {exc}", file=sys.stderr)
-        if server is not None:
-            print(f"gunicorn log (tail):\n{server.log_tail()}", file=sys.stderr)
+        ingest.report_failure(exc, server)
         for log in sorted(work.glob("worker-*.log"))[-2:]:
             print(f"{log.name} (tail):\n{tail(log)}", file=sys.stderr)
         return 1
     finally:
-        signal.alarm(0)
-        if server is not None:
-            server.stop()
-        if "django.db" in sys.modules:
-            from django.db import connections
 
-            connections.close_all()
-        if db_created:
-            try:
-                pg_admin(url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
-            except Exception as exc:  # report, but still clean the rest
-                print(f"could not drop database {db_name}: {exc}", file=sys.stderr)
+        def drop() -> None:
+            pg_admin(url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+
+        ingest.tear_down(server, drop if db_created else None, db_name)
         try:
             redis_flush(args.redis_url)
         except Exception as exc:

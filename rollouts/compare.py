@@ -26,7 +26,7 @@ from django.db.models.functions import TruncDate
 
 from core.dates import day_window
 from feedback.models import FeedbackItem
-from labeling.compare.figures import json_round, json_significant
+from labeling.compare.figures import json_round, links_json, significance_json
 from labeling.compare.params import CompareParams, Side
 from labeling.compare.rows import RateRow, fill_figures, holm_flag, table_order
 from rollouts import selectors
@@ -185,17 +185,9 @@ def check_rows_json(rows: list[CheckRow]) -> list[dict]:
             "rate": {"a": json_round(row.rate_a), "b": json_round(row.rate_b)},
             "difference": json_round(row.difference),
             "ci": [json_round(row.ci_low), json_round(row.ci_high)],
-            "z": json_round(row.z, 4),
-            "p_value": json_significant(row.p_value),
-            "p_adjusted": json_significant(row.p_adjusted),
-            "tested": row.tested,
-            "significant": row.significant,
-            "direction": row.direction,
-            "regression": row.regression,
-            "is_new": row.is_new,
-            "is_gone": row.is_gone,
-            "items_a_url": row.items_a_url,
-            "items_b_url": row.items_b_url,
         }
+        | significance_json(row)
+        | {"regression": row.regression}
+        | links_json(row)
         for row in rows
     ]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from core.csvcells import spreadsheet_safe
 from labeling.compare.comparison import CHECKS_DENOMINATOR, DENOMINATOR
-from labeling.compare.figures import json_round, json_significant
+from labeling.compare.figures import json_round, json_significant, links_json, significance_json
 from labeling.compare.rows import AreaRow, CategoryRow, Comparison, RateRow, SideSummary
 from labeling.compare.statistics import ALPHA, MIN_DOWN_TOTAL, MIN_EXPECTED
 from labeling.flags import item_flags
@@ -43,17 +43,7 @@ def _figures_json(row: RateRow) -> dict:
         "difference": json_round(row.difference),
         "ci_low": json_round(row.ci_low),
         "ci_high": json_round(row.ci_high),
-        "z": json_round(row.z, 4),
-        "p_value": json_significant(row.p_value),
-        "p_adjusted": json_significant(row.p_adjusted),
-        "tested": row.tested,
-        "significant": row.significant,
-        "direction": row.direction,
-        "is_new": row.is_new,
-        "is_gone": row.is_gone,
-        "items_a_url": row.items_a_url,
-        "items_b_url": row.items_b_url,
-    }
+    } | significance_json(row) | links_json(row)
 
 
 def _category_json(row: CategoryRow) -> dict:

@@ -11,6 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
+from config.celery import app as celery_app
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls in
@@ -72,6 +74,15 @@ def reviewer_user(transactional_db):
     user = get_user_model().objects.create_user("rita", password="rita-password-123")
     user.groups.add(Group.objects.get_or_create(name="reviewer")[0])
     return user
+
+
+@pytest.fixture
+def eager_celery():
+    """Tasks run where they are queued: the live server thread runs a run or an export after its commit."""
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = before
 
 
 def log_in(page, username: str, password: str) -> None:

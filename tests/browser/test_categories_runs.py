@@ -3,22 +3,12 @@
 import numpy as np
 import pytest
 
-from config.celery import app as celery_app
 from labeling.models import Category, ClusterRun
 from tests.browser.conftest import log_in
 from tests.factories.clustering import add_items
 from tests.factories import source_make
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def eager_celery():
-    """Tasks run where they are queued: the live server thread runs the run after its commit."""
-    before = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = before
 
 
 def test_a_reviewer_starts_a_run_and_sees_it_finish_with_new_categories(page, reviewer_user, eager_celery):

@@ -5,21 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from config.celery import app as celery_app
 from exports.models import DatasetVersion, ExportRun
 from tests.browser.conftest import log_in
 from tests.factories.exports import dataset_make, item_make, label_make, unit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def eager_celery():
-    """Tasks run where they are queued: the live server thread runs the export after its commit."""
-    before = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = before
 
 
 def test_a_reviewer_clicks_export_now_and_gets_a_version_with_download_links(

@@ -6,25 +6,14 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from feedback import services
-
-from feedback import pipeline
+from feedback import pipeline, services
 from feedback.models import FeedbackItem
 from tests.browser.conftest import log_in
+from tests.factories.search import OTHER_COMPLAINTS, SUITE_COMPLAINTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SUITE = [
-    "It claimed the test suite passed but the tests were never run",
-    "Said every test passes, yet it never executed the test suite",
-    "Told me the whole suite passed when no test had run",
-]
-OTHERS = [
-    "The agent edited the wrong file",
-    "It changed a different file than the one I asked about",
-    "Asks for clarification far too often",
-    "The answer took minutes to arrive",
-]
+SUITE, OTHERS = SUITE_COMPLAINTS, OTHER_COMPLAINTS
 
 
 @pytest.fixture

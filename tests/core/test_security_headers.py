@@ -3,16 +3,15 @@
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+
+from tests.factories import user_make
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def reviewer(client):
-    user = get_user_model().objects.create_user("rev", password="pw-123-pw")
-    user.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    user = user_make("rev", "reviewer")
     client.force_login(user)
     return user
 

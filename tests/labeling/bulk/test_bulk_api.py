@@ -9,15 +9,7 @@ from exports.models import Dataset
 from feedback import services as feedback_services
 from labeling.models import Assignment, AuditEvent, BulkAction, Category, DatasetPin, DoubleReview, Label
 from tests.factories import client_for
-from tests.factories.review import (  # noqa: F401 - fixtures
-    admin_user,
-    category_make,
-    item_make,
-    no_role_user,
-    reviewer,
-    second_reviewer,
-    source,
-)
+from tests.factories.review import category_make, item_make
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/bulk-actions"

@@ -23,14 +23,7 @@ from labeling.models import (
     DoubleReview,
     Label,
 )
-from tests.factories.review import (  # noqa: F401 - fixtures
-    admin_user,
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-)
+from tests.factories.review import category_make, item_make
 
 pytestmark = pytest.mark.django_db
 

@@ -4,15 +4,7 @@ import pytest
 
 from labeling.models import Area, Assignment, AuditEvent, BulkAction, Category, Label
 from tests.factories import client_for
-from tests.factories.review import (  # noqa: F401 - fixtures
-    admin_user,
-    category_make,
-    item_make,
-    no_role_user,
-    reviewer,
-    second_reviewer,
-    source,
-)
+from tests.factories.review import category_make, item_make
 
 pytestmark = pytest.mark.django_db
 

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from feedback import services
 from feedback.models import Source
+from tests.factories import user_make
 from tests.factories.compare import END, START, planted_data
 
 pytestmark = pytest.mark.django_db
@@ -21,8 +21,7 @@ QUERY = {"a": "1.0", "b": "1.1", "from": str(START), "to": str(END)}
 
 @pytest.fixture
 def reviewer(client):
-    user = get_user_model().objects.create_user("rev", password="pw-123-pw")
-    user.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    user = user_make("rev", "reviewer")
     client.force_login(user)
     return user
 

@@ -10,14 +10,7 @@ from labeling.review import services as review_services
 from labeling.models import Assignment, AuditEvent, Category, Label
 from labeling.review.services import LabelRefused, label_save, label_undo
 from tests.factories import client_for
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-    user_make,
-)
+from tests.factories.review import category_make, item_make, user_make
 
 pytestmark = pytest.mark.django_db
 

@@ -5,13 +5,7 @@ import pytest
 from feedback import vector_index
 from feedback.models import FeedbackItem
 from labeling.models import AuditEvent
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    admin_user,
-    item_make,
-    no_role_user,
-    reviewer,
-    source,
-)
+from tests.factories.review import item_make
 
 pytestmark = pytest.mark.django_db
 

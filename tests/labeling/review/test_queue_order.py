@@ -14,14 +14,7 @@ from labeling.review.queues import (
     reviewer_counts,
 )
 from tests.factories import client_for
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-    user_make,
-)
+from tests.factories.review import category_make, item_make, user_make
 
 pytestmark = pytest.mark.django_db
 

@@ -9,14 +9,7 @@ from django.utils import timezone
 from labeling.models import AuditEvent, DoubleReview, Label
 from labeling.review.agreement import agreement_summary, verdict_kappa
 from labeling.review.services import double_reviews_request
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    admin_user,
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-)
+from tests.factories.review import category_make, item_make
 
 pytestmark = pytest.mark.django_db
 

@@ -6,16 +6,7 @@ from feedback import vector_index
 from feedback.models import FeedbackItem
 from labeling.audit import audit_record
 from labeling.models import Assignment, AuditEvent, DoubleReview, Label
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    admin_user,
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-    unit_vector,
-    user_make,
-)
+from tests.factories.review import category_make, item_make, unit_vector, user_make
 
 pytestmark = pytest.mark.django_db
 

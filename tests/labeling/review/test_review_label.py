@@ -6,13 +6,7 @@ from feedback.models import FeedbackItem
 from labeling.review import services as review_services
 from labeling.models import Assignment, AuditEvent, Category, Label, ReviewLock
 from labeling.review.services import HINT_MAX_LENGTH, LabelRefused, label_save
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-)
+from tests.factories.review import category_make, item_make
 
 pytestmark = pytest.mark.django_db
 

@@ -11,14 +11,7 @@ from labeling.models import DoubleReview, Label, ReviewLock
 from labeling.review import services as review_services
 from labeling.review.queues import queue_parse, queue_progress
 from tests.factories import client_for
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    category_make,
-    item_make,
-    reviewer,
-    second_reviewer,
-    source,
-    user_make,
-)
+from tests.factories.review import category_make, item_make, user_make
 
 pytestmark = pytest.mark.django_db
 

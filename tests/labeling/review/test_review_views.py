@@ -3,15 +3,7 @@
 import pytest
 
 from labeling.models import AuditEvent, DoubleReview, Label, ReviewLock
-from tests.factories.review import (  # noqa: F401 (fixtures)
-    admin_user,
-    category_make,
-    item_make,
-    no_role_user,
-    reviewer,
-    source,
-    user_make,
-)
+from tests.factories.review import category_make, item_make, user_make
 
 pytestmark = pytest.mark.django_db
 

@@ -7,29 +7,17 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from feedback import custom_patterns, embedder, vector_index
-
-from feedback import pipeline
+from feedback import custom_patterns, embedder, pipeline, vector_index
 from feedback.models import Embedding, FeedbackItem
 from labeling.search import meaning
 from labeling.review import services as review_services
 from labeling.models import Assignment, Category, DoubleReview, Label
 from tests.factories import client_for, source_make, user_make
+from tests.factories.search import OTHER_COMPLAINTS, SUITE_COMPLAINTS
 
 pytestmark = pytest.mark.django_db
 
-SUITE = [
-    "It claimed the test suite passed but the tests were never run",
-    "Said every test passes, yet it never executed the test suite",
-    "Told me the whole suite passed when no test had run",
-]
-OTHERS = [
-    "The agent edited the wrong file",
-    "It changed a different file than the one I asked about",
-    "Asks for clarification far too often",
-    "The answer took minutes to arrive",
-    "Made up a library function that does not exist",
-]
+SUITE, OTHERS = SUITE_COMPLAINTS, OTHER_COMPLAINTS
 # The wording of the first complaint only: words find that one, meaning finds all three.
 SUITE_QUERY = "claimed the suite passed"
 
