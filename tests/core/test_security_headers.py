@@ -4,16 +4,14 @@ import re
 
 import pytest
 
-from tests.factories import user_make
+from tests.factories import signed_in, user_make
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def reviewer(client):
-    user = user_make("rev", "reviewer")
-    client.force_login(user)
-    return user
+    return signed_in(client, user_make("rev", "reviewer"))
 
 
 @pytest.mark.parametrize("url", ["/login/", "/", "/search/", "/reports/new"])

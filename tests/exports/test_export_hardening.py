@@ -30,13 +30,7 @@ from tests.factories.exports import (
     label_make,
     source_get,
 )
-from tests.factories import (
-    client_for,
-    post_signed,
-    rating_event,
-    source_make,
-    user_make,
-)
+from tests.factories import client_for, post_signed, rating_event, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 

@@ -69,6 +69,12 @@ def user_make(username: str = "u", *roles: str):
     return user
 
 
+def signed_in(client: Client, user):
+    """`user`, with the test's own client logged in as them."""
+    client.force_login(user)
+    return user
+
+
 def client_for(user) -> Client:
     client = Client()
     client.force_login(user)

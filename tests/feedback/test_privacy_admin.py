@@ -6,16 +6,13 @@ from feedback import pipeline
 from feedback.models import FeedbackItem
 from labeling.models import AuditEvent
 from tests.factories.review import item_make, source  # noqa: F401 (fixtures)
+from tests.factories.secrets import AWS_KEY, EMAIL, GITHUB_TOKEN, HOME, PHONE
+from tests.factories.secrets import PLANTED as PLANTED_IN_TEXT
 
 pytestmark = pytest.mark.django_db
 
-AWS_KEY = "AKIA4HKQ2Z7XNB3LPQWE"
-GITHUB_TOKEN = "ghp_8fK2mQ9xLr4TzW7vN1bC5yH3jD6sA0eP2uGi"
-EMAIL = "jane.doe@acme-corp.com"
-PHONE = "+44 20 7946 0958"
-HOME = "/home/jdoe"
 USER_REF = "jane.doe@acme-corp.com#4417"
-PLANTED = (AWS_KEY, GITHUB_TOKEN, EMAIL, PHONE, HOME, USER_REF)
+PLANTED = (*PLANTED_IN_TEXT, USER_REF)
 
 
 @pytest.fixture

@@ -26,14 +26,8 @@ from notifications.models import (
     Notification,
     RegressionWatch,
 )
+from tests.factories import client_for, post_signed, rating_event, source_make, user_make
 from tests.factories.compare import params, planted_data
-from tests.factories import (
-    client_for,
-    post_signed,
-    rating_event,
-    source_make,
-    user_make,
-)
 from tests.servers import Receiver
 
 pytestmark = pytest.mark.django_db

@@ -14,15 +14,7 @@ from labeling.bulk.services import (
     category_merge_undoable,
 )
 from labeling.bulk.undo import bulk_undo
-from labeling.models import (
-    Assignment,
-    AuditEvent,
-    BulkAction,
-    Category,
-    DatasetPin,
-    DoubleReview,
-    Label,
-)
+from labeling.models import Assignment, AuditEvent, BulkAction, Category, DatasetPin, DoubleReview, Label
 from tests.factories.review import category_make, item_make
 
 pytestmark = pytest.mark.django_db

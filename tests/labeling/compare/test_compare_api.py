@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from feedback import services
 from feedback.models import Source
-from tests.factories import user_make
+from tests.factories import signed_in, user_make
 from tests.factories.compare import END, START, planted_data
 
 pytestmark = pytest.mark.django_db
@@ -21,9 +21,7 @@ QUERY = {"a": "1.0", "b": "1.1", "from": str(START), "to": str(END)}
 
 @pytest.fixture
 def reviewer(client):
-    user = user_make("rev", "reviewer")
-    client.force_login(user)
-    return user
+    return signed_in(client, user_make("rev", "reviewer"))
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from labeling.compare.rows import AreaRow
 from labeling.compare.saved import pinned_regressions, saved_comparison_create
 from labeling.models import Area, Category
 from tests.factories.compare import END, START, add, area_data
-from tests.factories import source_make, user_make
+from tests.factories import signed_in, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
@@ -52,9 +52,7 @@ def areas_by_name(comparison) -> dict[str, AreaRow]:
 
 @pytest.fixture
 def reviewer(client):
-    user = user_make("rev", "reviewer")
-    client.force_login(user)
-    return user
+    return signed_in(client, user_make("rev", "reviewer"))
 
 
 # --- The figures ----------------------------------------------------------------------------

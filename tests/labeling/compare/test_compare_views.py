@@ -9,7 +9,7 @@ from django.test import RequestFactory
 from labeling.compare.saved import pinned_regressions, saved_comparison_create
 from labeling.models import SavedComparison
 from tests.factories.compare import END, START, params, planted_data
-from tests.factories import user_make
+from tests.factories import signed_in, user_make
 
 pytestmark = pytest.mark.django_db
 
@@ -18,9 +18,7 @@ PLANTED_URL = f"/compare/?a=1.0&b=1.1&from={START}&to={END}"
 
 @pytest.fixture
 def reviewer(client):
-    user = user_make("rev", "reviewer")
-    client.force_login(user)
-    return user
+    return signed_in(client, user_make("rev", "reviewer"))
 
 
 @pytest.mark.parametrize("url", ["/compare/", PLANTED_URL])

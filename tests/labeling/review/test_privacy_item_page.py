@@ -6,15 +6,10 @@ from feedback import vector_index
 from feedback.models import FeedbackItem
 from labeling.models import AuditEvent
 from tests.factories.review import item_make
+from tests.factories.secrets import AWS_KEY, EMAIL, GITHUB_TOKEN, HOME, PHONE, PLANTED
 
 pytestmark = pytest.mark.django_db
 
-AWS_KEY = "AKIA4HKQ2Z7XNB3LPQWE"
-GITHUB_TOKEN = "ghp_8fK2mQ9xLr4TzW7vN1bC5yH3jD6sA0eP2uGi"
-EMAIL = "jane.doe@acme-corp.com"
-PHONE = "+44 20 7946 0958"
-HOME = "/home/jdoe"
-PLANTED = (AWS_KEY, GITHUB_TOKEN, EMAIL, PHONE, HOME)
 
 
 @pytest.fixture(autouse=True)

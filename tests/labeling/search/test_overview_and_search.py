@@ -11,16 +11,14 @@ from feedback.scrubber import scrub
 from feedback.text import embeddable_text
 from labeling.overview import selectors as overview_selectors
 from labeling.models import Assignment, Category
-from tests.factories import source_make, user_make
+from tests.factories import signed_in, source_make, user_make
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def reviewer(client):
-    user = user_make("rev", "reviewer")
-    client.force_login(user)
-    return user
+    return signed_in(client, user_make("rev", "reviewer"))
 
 
 def item(source, external_id, **fields):
