@@ -46,9 +46,23 @@ def _capitalise(term: str) -> str:
     return re.sub(r"^\w", lambda match: match.group(0).upper(), term)
 
 
+# "file" is both a word and what a path is masked with. Written by a person, a
+# single file nearly always has a determiner or a modifier before it ("the
+# wrong file", "which file", "a config file"); a masked path has none ("fixed
+# it in file", "file with a test"). So "file" counts as masked unless one of
+# these words precedes it.
+_FILE_MODIFIERS = frozenset(
+    """
+    a an another any config correct different each entire every existing her his its lock log my new one only
+    original other our relevant right same single source that the their this which whole wrong your
+    """.split()
+)
+_MASKED_FILE = "\x00file"
 # Words the text recipe puts where a file, identifier, hash, link or number was:
 # they say nothing about the failure, so no name is made of them.
-_MASK_WORDS = frozenset({"name", "hash", "link", "n", "secret", "custom", "email", "phone", "ip", "path_home"})
+_MASK_WORDS = frozenset(
+    {"name", "hash", "link", "n", "secret", "custom", "email", "phone", "ip", "path_home", _MASKED_FILE}
+)
 _WORD = re.compile(r"[a-z][a-z']*[a-z]|[a-z]")
 
 
@@ -134,6 +148,10 @@ def _phrases(text: str, max_words: int, stop_words) -> set[str]:
     out: set[str] = set()
     for line in re.split(r"[\n.;:!?()\[\]\"]+", text.lower()):
         words = _WORD.findall(line)
+        words = [
+            _MASKED_FILE if word == "file" and (i == 0 or words[i - 1] not in _FILE_MODIFIERS) else word
+            for i, word in enumerate(words)
+        ]
         for start in range(len(words)):
             if words[start] in stop_words or words[start] in _MASK_WORDS:
                 continue

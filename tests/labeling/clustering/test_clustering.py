@@ -251,6 +251,17 @@ def test_a_name_never_holds_a_masked_word_and_unassigned_items_take_no_part():
     assert names[0] != names[1]
 
 
+def test_file_where_a_path_was_masked_names_nothing_but_a_file_a_person_wrote_of_does():
+    # The recipe masks src/app.py as "file"; people write "the wrong file".
+    masked = ["fixed it in file", "then fixed it in file again", "fixed it in file and broke file"]
+    written = ["edited the wrong file", "it edited the wrong file again", "edited the wrong file twice"]
+
+    names = name_clusters(masked + written, np.array([0, 0, 0, 1, 1, 1]))
+
+    assert "file" not in names[0].lower().split()
+    assert names[0].lower().startswith("fixed")
+    assert names[1] == "Edited the wrong file"
+
 
 def broad_classes(n_classes=6, per_class=400, *, seed=3):
     """Broad, well-separated classes, each a continuum: items mix a dozen directions of their class in
