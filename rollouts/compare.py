@@ -135,8 +135,6 @@ def _rows_of(
             down_b=counts["b"],
             rollouts_a=totals["a"],
             rollouts_b=totals["b"],
-            is_new=counts["a"] == 0 and counts["b"] > 0,
-            is_gone=counts["b"] == 0 and counts["a"] > 0,
             items_a_url=_search_url(params.a, params, name),
             items_b_url=_search_url(params.b, params, name),
         )

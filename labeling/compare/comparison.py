@@ -321,8 +321,6 @@ def _category_row(
         signals_b=signals["b"],
         down_a=downs["a"],
         down_b=downs["b"],
-        is_new=signals["a"] == 0 and signals["b"] > 0,
-        is_gone=signals["b"] == 0 and signals["a"] > 0,
         items_a_url=_items_url(params.a, params, category_id=category.id),
         items_b_url=_items_url(params.b, params, category_id=category.id),
     )
@@ -353,8 +351,6 @@ def _area_row(
         unsorted_signals_b=unsorted_signals["b"],
         unsorted_down_a=unsorted_downs["a"],
         unsorted_down_b=unsorted_downs["b"],
-        is_new=signals["a"] == 0 and signals["b"] > 0,
-        is_gone=signals["b"] == 0 and signals["a"] > 0,
         items_a_url=_items_url(params.a, params, area_id=area.id),
         items_b_url=_items_url(params.b, params, area_id=area.id),
     )

@@ -66,10 +66,18 @@ class RateRow:
     p_adjusted: float | None = None
     tested: bool = False
     significant: bool = False
-    is_new: bool = False
-    is_gone: bool = False
     items_a_url: str = ""
     items_b_url: str = ""
+
+    @property
+    def is_new(self) -> bool:
+        """Signals in B and none in A."""
+        return self.signals_a == 0 and self.signals_b > 0
+
+    @property
+    def is_gone(self) -> bool:
+        """Signals in A and none in B."""
+        return self.signals_b == 0 and self.signals_a > 0
 
     # Shown on the page: rates in percent, differences in percentage points.
     @property

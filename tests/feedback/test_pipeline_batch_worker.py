@@ -167,7 +167,8 @@ def test_a_worker_process_killed_mid_batch_leaves_the_batch_to_its_redelivery(st
     assert_each_embedded_once(item_ids)
 
 
-def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_next_batch(client, start_worker):
+def killed_mid_batch(start_worker) -> list[int]:
+    """A batch of waiting items whose worker was killed, every process of it, while embedding them."""
     source, _ = source_make()
     item_ids = waiting_items(source, BATCH)
     worker = start_worker()
@@ -175,9 +176,14 @@ def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_next_batch(clie
     worker.wait_batch_started()
     time.sleep(1.0)
     worker.kill_all()  # no process is left to hand the task back: it is not redelivered for an hour
-
     if connection.vendor == "postgresql":
         wait_for(lambda: locked_by_others(item_ids) == 0, 30, "the killed batch's locks to go with its connection")
+    return item_ids
+
+
+def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_next_batch(client, start_worker):
+    item_ids = killed_mid_batch(start_worker)
+
     assert FeedbackItem.objects.filter(id__in=item_ids, status=FeedbackItem.Status.RECEIVED).count() == BATCH
     assert Embedding.objects.count() == 0  # the batch wrote nothing that survived it
 
@@ -191,15 +197,7 @@ def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_next_batch(clie
 
 
 def test_a_whole_worker_killed_mid_batch_leaves_its_items_to_the_sweeper(start_worker):
-    source, _ = source_make()
-    item_ids = waiting_items(source, BATCH)
-    worker = start_worker()
-    assert pipeline.items_wake(waiting=len(item_ids))
-    worker.wait_batch_started()
-    time.sleep(1.0)
-    worker.kill_all()
-    if connection.vendor == "postgresql":
-        wait_for(lambda: locked_by_others(item_ids) == 0, 30, "the killed batch's locks to go with its connection")
+    item_ids = killed_mid_batch(start_worker)
 
     start_worker()
     # Beat runs the sweeper every minute; here the test runs it, as a minute later.

@@ -15,21 +15,6 @@ from tests.factories.review import category_make, item_make, user_make
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def model_category():
-    return category_make("Edits the wrong file", size=1)
-
-
-@pytest.fixture
-def other_category():
-    return category_make("Claims tests pass", status=Category.Status.CONFIRMED, size=0)
-
-
-@pytest.fixture
-def item(source, model_category):
-    return item_make(source, category=model_category, confidence=0.71)
-
-
 def state(item):
     """Everything a save touches, to compare before and after."""
     assignment = (
@@ -79,10 +64,10 @@ def test_every_tag_has_its_key_one_to_nine_then_zero(source, reviewer):
 
 
 def test_undo_of_a_new_label_removes_it_and_gives_the_item_its_model_category_back(
-    item, reviewer, model_category, other_category
+    item, reviewer, model_category, confirmed_category
 ):
     before = state(item)
-    saved = label_save(item=item, reviewer=reviewer, verdict="failure", category=other_category, hint="Ask first.")
+    saved = label_save(item=item, reviewer=reviewer, verdict="failure", category=confirmed_category, hint="Ask first.")
     assert state(item) != before
     assert label_undo(reviewer=reviewer, undo=saved.undo) is None
     assert state(item) == before
@@ -99,11 +84,11 @@ def test_undo_of_an_edit_restores_the_label_as_it_was(item, reviewer):
     assert state(item) == before
 
 
-def test_undo_of_an_item_that_had_no_category_leaves_it_unassigned_again(source, reviewer, other_category):
+def test_undo_of_an_item_that_had_no_category_leaves_it_unassigned_again(source, reviewer, confirmed_category):
     item = item_make(source)
     before = state(item)
-    saved = label_save(item=item, reviewer=reviewer, verdict="failure", category=other_category)
-    assert Assignment.objects.get(item=item).category == other_category
+    saved = label_save(item=item, reviewer=reviewer, verdict="failure", category=confirmed_category)
+    assert Assignment.objects.get(item=item).category == confirmed_category
     label_undo(reviewer=reviewer, undo=saved.undo)
     assert state(item) == before and not Assignment.objects.filter(item=item).exists()
 
@@ -126,8 +111,8 @@ def test_undo_never_overwrites_a_label_changed_since(item, reviewer):
     assert state(item) == before
 
 
-def test_undo_never_overwrites_a_category_someone_else_gave_since(item, reviewer, second_reviewer, other_category):
-    saved = label_save(item=item, reviewer=reviewer, verdict="failure", category=other_category)
+def test_undo_never_overwrites_a_category_someone_else_gave_since(item, reviewer, second_reviewer, confirmed_category):
+    saved = label_save(item=item, reviewer=reviewer, verdict="failure", category=confirmed_category)
     third = category_make("Third opinion", status=Category.Status.CONFIRMED)
     label_save(item=item, reviewer=second_reviewer, verdict="failure", category=third)
     before = state(item)

@@ -12,21 +12,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def model_category():
-    return category_make("Edits the wrong file", size=1)
-
-
-@pytest.fixture
-def reviewer_category():
-    return category_make("Claims tests pass", status=Category.Status.CONFIRMED, size=0)
-
-
-@pytest.fixture
-def item(source, model_category):
-    return item_make(source, category=model_category, confidence=0.71)
-
-
-@pytest.fixture
 def logged_in(client, reviewer):
     client.force_login(reviewer)
     return client
@@ -58,27 +43,27 @@ def snapshot(item):
 
 
 def test_saving_a_label_creates_it_moves_the_assignment_to_the_reviewer_and_audits_it(
-    logged_in, item, reviewer, model_category, reviewer_category
+    logged_in, item, reviewer, model_category, confirmed_category
 ):
-    response = logged_in.post(f"/items/{item.id}/", form(category=str(reviewer_category.id)), follow=True)
+    response = logged_in.post(f"/items/{item.id}/", form(category=str(confirmed_category.id)), follow=True)
     assert response.status_code == 200
     assert f"Label saved for #{item.id}." in response.content.decode()
     label = Label.objects.get(item=item, reviewer=reviewer)
-    assert (label.verdict, label.category, label.severity, label.split) == ("failure", reviewer_category, "high", "train")
+    assert (label.verdict, label.category, label.severity, label.split) == ("failure", confirmed_category, "high", "train")
     assert label.tags == ["claimed success falsely", "wrong file", "flaky", "ci"]
     assert label.hint == "Run the tests and report the failures."
     assignment = Assignment.objects.get(item=item)
-    assert (assignment.category, assignment.assigned_by, assignment.reviewer) == (reviewer_category, "reviewer", reviewer)
+    assert (assignment.category, assignment.assigned_by, assignment.reviewer) == (confirmed_category, "reviewer", reviewer)
     assert assignment.confidence is None
     model_category.refresh_from_db()
-    reviewer_category.refresh_from_db()
-    assert (model_category.size, reviewer_category.size) == (0, 1)
+    confirmed_category.refresh_from_db()
+    assert (model_category.size, confirmed_category.size) == (0, 1)
     event = AuditEvent.objects.get()
     assert (event.actor, event.action, event.item) == (reviewer, "labelled", item)
     assert event.details["verdict"] == "failure" and event.details["split"] == "train"
-    assert event.details["category"] == f"Claims tests pass (#{reviewer_category.id})"
+    assert event.details["category"] == f"Claims tests pass (#{confirmed_category.id})"
     assert event.details["assignment"] == (
-        f"Edits the wrong file (#{model_category.id}) → Claims tests pass (#{reviewer_category.id})"
+        f"Edits the wrong file (#{model_category.id}) → Claims tests pass (#{confirmed_category.id})"
     )
     assert event.details["changed"] == "new label"
     assert "Claims tests pass" in response.content.decode()  # the history on the page shows it
@@ -99,27 +84,27 @@ def test_saving_again_updates_the_one_label_and_audits_only_what_changed(logged_
     assert AuditEvent.objects.count() == 2
 
 
-def test_a_cluster_run_keeps_the_reviewers_category(item, reviewer, reviewer_category):
+def test_a_cluster_run_keeps_the_reviewers_category(item, reviewer, confirmed_category):
     from labeling.clustering.services import items_assign
 
-    label_save(item=item, reviewer=reviewer, verdict="failure", category=reviewer_category)
+    label_save(item=item, reviewer=reviewer, verdict="failure", category=confirmed_category)
     items_assign(item_ids=[item.id])
-    assert Assignment.objects.get(item=item).category == reviewer_category
+    assert Assignment.objects.get(item=item).category == confirmed_category
 
 
-def test_a_verdict_that_is_not_a_failure_keeps_no_category_and_leaves_the_assignment(item, reviewer, reviewer_category):
-    saved = label_save(item=item, reviewer=reviewer, verdict="not_failure", category=reviewer_category)
+def test_a_verdict_that_is_not_a_failure_keeps_no_category_and_leaves_the_assignment(item, reviewer, confirmed_category):
+    saved = label_save(item=item, reviewer=reviewer, verdict="not_failure", category=confirmed_category)
     assert saved.label.category is None and not saved.assignment_moved
     assert Assignment.objects.get(item=item).assigned_by == "model"
 
 
-def test_labelling_an_embedded_unassigned_item_marks_it_assigned(source, reviewer, reviewer_category):
+def test_labelling_an_embedded_unassigned_item_marks_it_assigned(source, reviewer, confirmed_category):
     item = item_make(source)
-    label_save(item=item, reviewer=reviewer, verdict="failure", category=reviewer_category)
+    label_save(item=item, reviewer=reviewer, verdict="failure", category=confirmed_category)
     item.refresh_from_db()
     assert item.status == FeedbackItem.Status.ASSIGNED
     waiting = item_make(source, status=FeedbackItem.Status.RECEIVED)
-    label_save(item=waiting, reviewer=reviewer, verdict="failure", category=reviewer_category)
+    label_save(item=waiting, reviewer=reviewer, verdict="failure", category=confirmed_category)
     waiting.refresh_from_db()
     assert waiting.status == FeedbackItem.Status.RECEIVED  # the pipeline still has to embed it
 
@@ -176,11 +161,11 @@ def test_bad_input_keeps_what_the_reviewer_typed(logged_in, item):
     assert "keep this hint" in response.content.decode()
 
 
-def test_the_service_refuses_a_category_closed_after_the_form_was_checked(item, reviewer, reviewer_category):
-    Category.objects.filter(id=reviewer_category.id).update(status=Category.Status.MERGED)
+def test_the_service_refuses_a_category_closed_after_the_form_was_checked(item, reviewer, confirmed_category):
+    Category.objects.filter(id=confirmed_category.id).update(status=Category.Status.MERGED)
     before = snapshot(item)
     with pytest.raises(LabelRefused, match="merged or archived"):
-        label_save(item=item, reviewer=reviewer, verdict="failure", category=reviewer_category)
+        label_save(item=item, reviewer=reviewer, verdict="failure", category=confirmed_category)
     assert snapshot(item) == before
 
 
