@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from labeling.audit import audit_record
-from labeling.categories.services import CategoryRefused
+from labeling.categories.services import CategoryRefused, merge_pair_lock
 from labeling.models import Area, Assignment, Category
 
 NAME_MAX_LENGTH = Area._meta.get_field("name").max_length
@@ -118,24 +118,14 @@ def area_merge(*, area_id: int, target_id: int, user) -> Area:
     one now point straight at the target. Each moved category's history
     records the move.
     """
-    if area_id == target_id:
-        raise AreaRefused("An area cannot be merged into itself.", field="target")
-    # Lock in id order so two merges of the same pair in opposite directions
-    # cannot deadlock; the second then sees the first's result and is refused.
-    rows = Area.objects.select_for_update(of=("self",)).select_related("merged_into").filter(id__in=[area_id, target_id])
-    locked = {a.id: a for a in rows.order_by("id")}
-    if area_id not in locked:
-        raise AreaRefused("That area no longer exists.")
-    if target_id not in locked:
-        raise AreaRefused("The area to merge into no longer exists.", field="target")
-    source, target = locked[area_id], locked[target_id]
-    if source.status == Area.Status.MERGED:
-        raise AreaRefused(f"{_merged_text(source)} already.")
-    if not target.is_open:
-        raise AreaRefused(
-            f"“{target.name}” is {target.get_status_display().lower()}; merge into a proposed or confirmed area.",
-            field="target",
-        )
+    source, target = merge_pair_lock(
+        Area.objects.select_for_update(of=("self",)).select_related("merged_into"),
+        area_id,
+        target_id,
+        a_noun="an area",
+        refused=AreaRefused,
+        merged=lambda area: f"{_merged_text(area)} already.",
+    )
 
     now = timezone.now()
     categories = list(Category.objects.select_for_update().filter(area=source).order_by("id").only("id", "name"))

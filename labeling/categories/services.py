@@ -36,6 +36,34 @@ class CategoryRefused(Exception):
         self.field = field
 
 
+def merge_pair_lock(rows, source_id: int, target_id: int, *, a_noun: str, refused: type[CategoryRefused], merged):
+    """The two categories or areas of a merge, locked, once the merge is allowed; else `refused`.
+
+    `rows` is the locking queryset of their model, `a_noun` how the refusals
+    name one ("a category"), `merged(source)` why a source merged earlier
+    cannot be merged again.
+    """
+    noun = a_noun.split()[-1]
+    if source_id == target_id:
+        raise refused(f"{a_noun.capitalize()} cannot be merged into itself.", field="target")
+    # Lock in id order so two merges of the same pair in opposite directions
+    # cannot deadlock; the second then sees the first's result and is refused.
+    locked = {row.id: row for row in rows.filter(id__in=[source_id, target_id]).order_by("id")}
+    if source_id not in locked:
+        raise refused(f"That {noun} no longer exists.")
+    if target_id not in locked:
+        raise refused(f"The {noun} to merge into no longer exists.", field="target")
+    source, target = locked[source_id], locked[target_id]
+    if source.status == rows.model.Status.MERGED:
+        raise refused(merged(source))
+    if not target.is_open:
+        raise refused(
+            f"“{target.name}” is {target.get_status_display().lower()}; merge into a proposed or confirmed {noun}.",
+            field="target",
+        )
+    return source, target
+
+
 def _locked(category_id: int) -> Category:
     """The category row, locked until the transaction ends (no-op on SQLite, which locks the file)."""
     try:
@@ -144,23 +172,14 @@ def category_merge(*, category_id: int, target_id: int, user) -> Category:
     alone. Categories merged earlier into the absorbed one now point straight
     at the target.
     """
-    if category_id == target_id:
-        raise CategoryRefused("A category cannot be merged into itself.", field="target")
-    # Lock in id order so two merges of the same pair in opposite directions
-    # cannot deadlock; the second then sees the first's result and is refused.
-    locked = {c.id: c for c in Category.objects.select_for_update().filter(id__in=[category_id, target_id]).order_by("id")}
-    if category_id not in locked:
-        raise CategoryRefused("That category no longer exists.")
-    if target_id not in locked:
-        raise CategoryRefused("The category to merge into no longer exists.", field="target")
-    source, target = locked[category_id], locked[target_id]
-    if source.status == Category.Status.MERGED:
-        raise CategoryRefused(f"“{source.name}” has already been merged.")
-    if not target.is_open:
-        raise CategoryRefused(
-            f"“{target.name}” is {target.get_status_display().lower()}; merge into a proposed or confirmed category.",
-            field="target",
-        )
+    source, target = merge_pair_lock(
+        Category.objects.select_for_update(),
+        category_id,
+        target_id,
+        a_noun="a category",
+        refused=CategoryRefused,
+        merged=lambda category: f"“{category.name}” has already been merged.",
+    )
 
     now = timezone.now()
     moved = Assignment.objects.filter(category=source).update(category=target, updated_at=now)
