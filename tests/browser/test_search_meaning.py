@@ -9,11 +9,10 @@ from django.utils import timezone
 from feedback import pipeline, services
 from feedback.models import FeedbackItem
 from tests.browser.conftest import log_in
-from tests.factories.search import OTHER_COMPLAINTS, SUITE_COMPLAINTS
+from tests.factories.search import OTHER_COMPLAINTS as OTHERS
+from tests.factories.search import SUITE_COMPLAINTS as SUITE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SUITE, OTHERS = SUITE_COMPLAINTS, OTHER_COMPLAINTS
 
 
 @pytest.fixture

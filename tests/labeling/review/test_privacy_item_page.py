@@ -11,7 +11,6 @@ from tests.factories.secrets import AWS_KEY, EMAIL, GITHUB_TOKEN, HOME, PHONE, P
 pytestmark = pytest.mark.django_db
 
 
-
 @pytest.fixture(autouse=True)
 def fresh_vector_index(monkeypatch):
     monkeypatch.setattr(vector_index, "_index", vector_index.VectorIndex())

@@ -13,11 +13,11 @@ from labeling.search import meaning
 from labeling.review import services as review_services
 from labeling.models import Assignment, Category, DoubleReview, Label
 from tests.factories import client_for, source_make, user_make
-from tests.factories.search import OTHER_COMPLAINTS, SUITE_COMPLAINTS
+from tests.factories.search import OTHER_COMPLAINTS as OTHERS
+from tests.factories.search import SUITE_COMPLAINTS as SUITE
 
 pytestmark = pytest.mark.django_db
 
-SUITE, OTHERS = SUITE_COMPLAINTS, OTHER_COMPLAINTS
 # The wording of the first complaint only: words find that one, meaning finds all three.
 SUITE_QUERY = "claimed the suite passed"
 
