@@ -156,7 +156,8 @@ class FeedbackItem(models.Model):
         HIGH = "high", "High"
         CRITICAL = "critical", "Critical"
 
-    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="items")
+    # No index of its own: the unique (source, external_id) index serves every lookup by source.
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="items", db_index=False)
     external_id = models.CharField(max_length=255)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     rating = models.SmallIntegerField(null=True, blank=True, help_text="+1 thumbs-up, -1 thumbs-down")
@@ -171,7 +172,12 @@ class FeedbackItem(models.Model):
     surface = models.CharField(max_length=100, blank=True, default="")
     user_ref = models.CharField(max_length=200, blank=True, default="")
     reporter = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reports",
+        db_index=False,  # a partial index below: most items have no reporter
     )
     occurred_at = models.DateTimeField()
     received_at = models.DateTimeField(default=timezone.now)
@@ -185,11 +191,14 @@ class FeedbackItem(models.Model):
     last_error = models.TextField(blank=True, default="")
     status_changed_at = models.DateTimeField(default=timezone.now)
     embed_text = models.TextField(blank=True, default="")
-    content_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    # Not indexed: nothing looks an item up by it (embeddings are found by their own hash).
+    content_hash = models.CharField(max_length=64, blank=True, default="")
     # Which version of feedback.text's recipe made embed_text (rows from
     # before versioning have 1).
     embed_recipe = models.PositiveSmallIntegerField(default=EMBED_RECIPE)
-    embedding = models.ForeignKey(Embedding, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
+    embedding = models.ForeignKey(
+        Embedding, null=True, blank=True, on_delete=models.SET_NULL, related_name="items", db_index=False
+    )
 
     class Meta:
         ordering = ["-received_at", "-id"]
@@ -204,6 +213,13 @@ class FeedbackItem(models.Model):
             models.Index(fields=["-occurred_at", "-id"], name="feedback_item_occurred"),
             # The similarity index reads what changed since its last look.
             models.Index(fields=["status_changed_at"], name="feedback_item_changed"),
+            # Partial: an item arrives without a reporter (most never get one) and without an
+            # embedding, so an insert touches neither index; deleting a user or an embedding
+            # still finds its items through them.
+            models.Index(fields=["reporter"], name="feedback_item_reporter", condition=models.Q(reporter__isnull=False)),
+            models.Index(
+                fields=["embedding"], name="feedback_item_embedding", condition=models.Q(embedding__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:
