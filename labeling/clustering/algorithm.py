@@ -148,9 +148,9 @@ class ClusterParams:
     # broad group's last split separates held-out items this many times better
     # than a 2-means split of a Gaussian blob of the same shape does
     # (labeling.clustering.splits). HWU64's 64 narrow intents in 18 domains
-    # clear the bar at 1.37-1.55 (coarse cut: leaf NMI / ARI 70 / 30; fine cut:
+    # clear the bar at 1.40-1.53 (coarse cut: leaf NMI / ARI 70 / 30; fine cut:
     # 79-80 / 47-53, KMeans told k 79.6 / 50.9); 20 StackOverflow tags, each
-    # chopped into slices, score 1.07-1.17 and keep the broad cut.
+    # chopped into slices, score 1.04-1.16 and keep the broad cut.
     real_split_ratio: float = 1.3
     # Areas: categories grouped by modularity of the neighbour graph at this
     # resolution (below 1 gives fewer, larger areas), between these counts.
