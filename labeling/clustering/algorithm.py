@@ -62,9 +62,9 @@ from labeling.clustering.vectors import (
     nearest_centroid,
     unit_rows,
 )
+from labeling.clustering.areas import areas_of_clusters
+from labeling.clustering.splits import split_reality
 from labeling.clustering.ward import (
-    group_graph,
-    join_groups,
     modularity,
     most_modular_cut,
     ward_tree,
@@ -271,71 +271,16 @@ def cluster_vectors(
             centroids=result.centroids,
             sizes=result.sizes,
             similarity=result.similarity,
-            area_of_cluster=_areas(result.labels, broad, reference[neighbours[0]], k, params),
+            area_of_cluster=areas_of_clusters(result.labels, broad, reference[neighbours[0]], k, params=params),
         )
     report(1.0)
     return result
 
 
-def _areas(labels: np.ndarray, broad: np.ndarray | None, neighbour_items: np.ndarray, k: int,
-           params: ClusterParams) -> np.ndarray:
-    """Area index per category: grouped from the categories themselves, or, when `broad` (a coarser
-    labelling of the items) is given, from its groups, each category taking its items' most common area.
-
-    Grouped from the broad groups, the demo corpus keeps 2.2's planted
-    regression in one area that the comparison flags; grouped from its 75-83
-    real pieces, the theme spread over several areas, none significant."""
-    if broad is None:
-        return group_into_areas(labels, neighbour_items, k, params=params)
-    broad = compact_labels(broad)
-    area_of_broad = group_into_areas(broad, neighbour_items, int(broad.max()) + 1, params=params)
-    assigned = labels >= 0
-    votes = np.zeros((k, int(area_of_broad.max()) + 1), dtype=np.int64)
-    np.add.at(votes, (labels[assigned], area_of_broad[broad[assigned]]), 1)
-    return compact_labels(votes.argmax(axis=1))
-
-
 def _pieces_are_real(x, upper, leaf: np.ndarray, coarse_k: int, params: ClusterParams, random_state: int) -> bool:
     """Do the broad groups of the coarse cut join pieces that are distinct things (see ClusterParams)?"""
-    from labeling.clustering.splits import split_reality
-
     ratio = split_reality(x, upper, leaf, coarse_k, random_state=random_state)
     return bool(np.isfinite(ratio) and ratio > params.real_split_ratio)
-
-
-def group_into_areas(
-    labels: np.ndarray, neighbours: np.ndarray, n_clusters: int, *, params: ClusterParams | None = None
-) -> np.ndarray:
-    """Area index per cluster: greedy modularity merging of the clusters' nearest-neighbour graph.
-
-    Two clusters are joined while that raises the modularity (resolution
-    `area_resolution`) of the graph whose edges are each item's nearest
-    neighbours: categories whose items keep finding each other's items as
-    neighbours form an area, and the number of areas follows from the data,
-    never from being told. Then merged further, cheapest first, down to
-    `max_areas`. Unassigned items (-1) take no part.
-    """
-    params = params or ClusterParams()
-    k = n_clusters
-    if k <= params.min_areas:
-        return np.arange(k, dtype=np.int64)
-    edges = group_graph(labels, neighbours, np.ones(neighbours.shape), k)
-    total = max(edges.sum(), 1.0)
-    degree = edges.sum(axis=1)
-    group = np.arange(k)
-    alive = np.ones(k, dtype=bool)
-    while alive.sum() > params.min_areas:
-        live = np.flatnonzero(alive)
-        gain = edges[np.ix_(live, live)] / total - params.area_resolution * np.outer(degree[live], degree[live]) / total**2
-        np.fill_diagonal(gain, -np.inf)
-        i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
-        if gain[i, j] <= 0 and alive.sum() <= params.max_areas:
-            break
-        a, b = live[i], live[j]
-        join_groups(edges, degree, a, b)
-        alive[b] = False
-        group[group == b] = a
-    return compact_labels(group)
 
 
 def match_clusters(

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from labeling.clustering.algorithm import DIMENSIONS, ClusterParams, _areas
+from labeling.clustering.algorithm import DIMENSIONS, ClusterParams
+from labeling.clustering.areas import areas_of_clusters
 from labeling.clustering.splits import split_reality, top_splits
 from labeling.clustering.ward import Merges, ward_tree
 
@@ -51,6 +52,6 @@ def test_with_broad_groups_each_category_takes_the_area_most_of_its_items_are_in
     broad = np.array([0, 0, 0, 0, 1, 1, 1, 1, 0, 0])
     neighbours = np.zeros((len(labels), 1), dtype=np.int64)
 
-    areas = _areas(labels, broad, neighbours, 4, ClusterParams())
+    areas = areas_of_clusters(labels, broad, neighbours, 4, params=ClusterParams())
 
     assert areas.tolist() == [0, 0, 1, 1]
