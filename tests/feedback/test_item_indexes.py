@@ -80,3 +80,11 @@ def test_the_count_triggers_survive_the_index_migration():
             cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [TABLE])
         triggers = sorted(row[0] for row in cursor.fetchall())
     assert triggers == ["labeling_count_item_delete", "labeling_count_item_insert", "labeling_count_item_update"]
+
+
+def test_rows_built_as_dicts_name_every_stored_column_as_its_field():
+    # items_insert_new takes rows keyed by column and builds FeedbackItem(**row) from them on SQLite.
+    from feedback.services import _STORED_FIELDS, item_row_defaults
+
+    assert [f.column for f in _STORED_FIELDS] == [f.attname for f in _STORED_FIELDS]
+    assert set(item_row_defaults()) == {f.attname for f in _STORED_FIELDS}
