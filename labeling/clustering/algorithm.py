@@ -55,6 +55,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labeling.clustering.areas import areas_of_clusters
+from labeling.clustering.splits import split_reality
 from labeling.clustering.vectors import (
     centroids_of,
     compact_labels,
@@ -62,8 +64,6 @@ from labeling.clustering.vectors import (
     nearest_centroid,
     unit_rows,
 )
-from labeling.clustering.areas import areas_of_clusters
-from labeling.clustering.splits import split_reality
 from labeling.clustering.ward import (
     modularity,
     most_modular_cut,
