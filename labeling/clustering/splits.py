@@ -62,8 +62,10 @@ def held_out_separation(x: np.ndarray, side: np.ndarray, rng: np.random.Generato
         direction = x[fit_l].mean(axis=0) - x[fit_r].mean(axis=0)
         direction /= max(float(np.linalg.norm(direction)), 1e-12)
         p, q = x[test_l] @ direction, x[test_r] @ direction
-        spread = np.sqrt((p.var(ddof=1) + q.var(ddof=1)) / 2)
-        found.append(abs(p.mean() - q.mean()) / max(float(spread), 1e-12))
+        spread = float(np.sqrt((p.var(ddof=1) + q.var(ddof=1)) / 2))
+        if spread < 1e-9:
+            continue  # repeated texts share one vector: a gap over no spread measures nothing
+        found.append(abs(p.mean() - q.mean()) / spread)
     return float(np.mean(found)) if found else float("nan")
 
 
@@ -108,9 +110,11 @@ def split_reality(
         items_r = np.flatnonzero(np.isin(leaf, right))
         size = len(items_l) + len(items_r)
         if size > max_items:
-            keep_l = max(_MIN_SIDE, round(max_items * len(items_l) / size))
+            # Each side keeps its share of the sample, and at least _MIN_SIDE items whichever side it is.
+            keep_r = max(_MIN_SIDE, round(max_items * len(items_r) / size))
+            keep_l = max(_MIN_SIDE, max_items - keep_r)
             items_l = rng.choice(items_l, min(len(items_l), keep_l), replace=False)
-            items_r = rng.choice(items_r, min(len(items_r), max_items - len(items_l)), replace=False)
+            items_r = rng.choice(items_r, min(len(items_r), keep_r), replace=False)
         if min(len(items_l), len(items_r)) < _MIN_SIDE:
             continue
         rows = x[np.concatenate([items_l, items_r])].astype(np.float64)

@@ -55,3 +55,25 @@ def test_with_broad_groups_each_category_takes_the_area_most_of_its_items_are_in
     areas = areas_of_clusters(labels, broad, neighbours, 4, params=ClusterParams())
 
     assert areas.tolist() == [0, 0, 1, 1]
+
+
+def test_a_lopsided_group_is_judged_whichever_side_its_small_part_is_on():
+    rng = np.random.default_rng(1)
+    centres = unit(rng.normal(size=(2, DIMENSIONS)))
+    x = unit(centres[np.repeat([0, 1], [1000, 10])] + 0.5 * rng.normal(size=(1010, DIMENSIONS)) / np.sqrt(DIMENSIONS))
+    leaf = np.repeat([0, 1], [1000, 10])
+    big_first = Merges(m=2, cost=np.array([1.0]), a=np.array([0]), b=np.array([1]))
+    small_first = Merges(m=2, cost=np.array([1.0]), a=np.array([1]), b=np.array([0]))
+
+    ratios = [split_reality(x, merges, leaf, 1, random_state=0) for merges in (big_first, small_first)]
+
+    assert all(np.isfinite(ratio) and ratio > ClusterParams().real_split_ratio for ratio in ratios)
+
+
+def test_repeated_texts_with_no_spread_are_not_judged_infinitely_apart():
+    # Two sides, each one vector repeated: no spread to measure a gap against.
+    rng = np.random.default_rng(2)
+    x = np.repeat(unit(rng.normal(size=(2, DIMENSIONS))), 20, axis=0)
+    merges = Merges(m=2, cost=np.array([1.0]), a=np.array([0]), b=np.array([1]))
+
+    assert np.isnan(split_reality(x, merges, np.repeat([0, 1], 20), 1, random_state=0))
