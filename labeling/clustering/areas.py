@@ -17,14 +17,14 @@ def areas_of_clusters(
     labels: np.ndarray, broad: np.ndarray | None, neighbour_items: np.ndarray, k: int, *, params: ClusterParams
 ) -> np.ndarray:
     """Area index per category: grouped from the categories themselves, or, when `broad` (a coarser
-    labelling of the items) is given, from its groups, each category taking its items' most common area.
+    labelling of the items, 0..n-1 with every item in one) is given, from its groups, each category
+    taking its items' most common area.
 
     Grouped from the broad groups, the demo corpus keeps 2.2's planted
     regression in one area that the comparison flags; grouped from its 75-83
     real pieces, the theme spread over several areas, none significant."""
     if broad is None:
         return group_into_areas(labels, neighbour_items, k, params=params)
-    broad = compact_labels(broad)
     area_of_broad = group_into_areas(broad, neighbour_items, int(broad.max()) + 1, params=params)
     assigned = labels >= 0
     votes = np.zeros((k, int(area_of_broad.max()) + 1), dtype=np.int64)

@@ -77,7 +77,7 @@ def blob_separation(x: np.ndarray, rng: np.random.Generator, *, repeats: int, dr
     centred = (x - x.mean(axis=0)) / np.sqrt(max(n - 1, 1))
     found = []
     for _ in range(draws):
-        blob = x.mean(axis=0) + rng.standard_normal((n, n)).astype(x.dtype) @ centred
+        blob = x.mean(axis=0) + rng.standard_normal((n, n)) @ centred
         side = KMeans(2, n_init=3, random_state=int(rng.integers(1 << 30))).fit_predict(blob)
         if np.bincount(side, minlength=2).min() >= _MIN_SIDE:
             found.append(held_out_separation(blob, side, rng, repeats))

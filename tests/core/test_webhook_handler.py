@@ -9,27 +9,23 @@ from django.urls import reverse
 
 from config import wsgi
 from feedback.models import FeedbackItem
-from tests.factories import rating_event, signed_headers, source_make
+from tests.factories import rating_event, signed_headers, source_make, wsgi_environ
 
 
 def call(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None, *, host="testserver"):
     """One request through config.wsgi.application, as gunicorn would hand it over."""
-    environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "QUERY_STRING": "",
-        "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(len(body)),
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "HTTP_HOST": host,
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.url_scheme": "http",
-        "wsgi.errors": io.StringIO(),
-        **{f"HTTP_{name.upper().replace('-', '_')}": value for name, value in (headers or {}).items()},
-    }
+    environ = wsgi_environ(
+        method,
+        path,
+        io.BytesIO(body),
+        headers,
+        QUERY_STRING="",
+        CONTENT_LENGTH=str(len(body)),
+        SERVER_PROTOCOL="HTTP/1.1",
+        HTTP_HOST=host,
+        REMOTE_ADDR="127.0.0.1",
+        **{"wsgi.errors": io.StringIO()},
+    )
     answer: dict = {}
 
     def start_response(status, response_headers, exc_info=None):

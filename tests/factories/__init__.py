@@ -51,6 +51,21 @@ def signed_headers(
     }
 
 
+def wsgi_environ(method: str, path: str, stream, headers: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    """A WSGI request as a server hands it over: `stream` as wsgi.input, `headers` as HTTP_* keys, `extra` on top."""
+    return {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "CONTENT_TYPE": "application/json",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "wsgi.input": stream,
+        "wsgi.url_scheme": "http",
+        **{f"HTTP_{name.upper().replace('-', '_')}": value for name, value in (headers or {}).items()},
+        **extra,
+    }
+
+
 def post_signed(client, source: Source, secret: str, payload: Any, *, msg_id: str | None = None, **kwargs):
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     if msg_id is None and isinstance(payload, dict) and "events" not in payload:

@@ -17,7 +17,7 @@ from django.test import Client
 
 from feedback import services
 from feedback.models import FeedbackItem
-from tests.factories import rating_event, signed_headers, source_make
+from tests.factories import rating_event, signed_headers, source_make, wsgi_environ
 from tests.servers import database_url, gunicorn_serving
 
 REPORT = {"title": "Claimed the tests passed", "what_happened": "3 failed; it said all green", "severity": "high"}
@@ -43,17 +43,7 @@ class CountingStream:
 
 def send_chunked(path: str, body: bytes, headers: dict[str, str], *, input_terminated: bool = True):
     stream = CountingStream(body)
-    environ = {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": path,
-        "CONTENT_TYPE": "application/json",
-        "HTTP_TRANSFER_ENCODING": "chunked",
-        "wsgi.input": stream,
-        "wsgi.url_scheme": "http",
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        **{f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()},
-    }
+    environ = wsgi_environ("POST", path, stream, headers, HTTP_TRANSFER_ENCODING="chunked")
     if input_terminated:
         environ["wsgi.input_terminated"] = True
     return Client().handler(environ), stream

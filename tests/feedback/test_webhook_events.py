@@ -10,7 +10,7 @@ from django.test import Client
 
 from feedback import services
 from feedback.models import FeedbackItem
-from tests.factories import post_signed, rating_event, signed_headers, source_make
+from tests.factories import post_signed, rating_event, signed_headers, source_make, wsgi_environ
 
 pytestmark = pytest.mark.django_db
 
@@ -297,15 +297,10 @@ def test_it_refuses_a_body_over_5_mib_without_reading_it(product):
         readline = read
 
     body_size = 5 * 1024 * 1024 + 1
-    environ = {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": url(source),
-        "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(body_size),
-        "wsgi.input": Unreadable(),
-        **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(secret, b"x").items()},
-    }
-    response = Client().handler(environ | {"SERVER_NAME": "testserver", "SERVER_PORT": "80", "wsgi.url_scheme": "http"})
+    environ = wsgi_environ(
+        "POST", url(source), Unreadable(), signed_headers(secret, b"x"), CONTENT_LENGTH=str(body_size)
+    )
+    response = Client().handler(environ)
     assert response.status_code == 413
     assert json.loads(response.content) == {"error": "the request body is larger than the limit of 5242880 bytes"}
     assert FeedbackItem.objects.count() == 0
