@@ -294,3 +294,32 @@ def test_many_rows_at_once_are_checked_as_they_come_and_a_leak_among_them_still_
         sink.add("pairs.jsonl", {"chosen": [{"content": f"clean again {n}"}]})
     assert sink.found == {"aws_access_key": {"pairs.jsonl"}}
     assert sink.check(ScrubMemo()) == {}
+
+
+@pytestmark_db
+@pytest.mark.parametrize("fails", [False, True])
+def test_garbage_is_collected_less_often_while_writing_and_as_before_after(export_root, monkeypatch, fails):
+    import gc
+
+    before = gc.get_threshold()
+    seen = []
+    lines_of = HintsWriter.lines_of.__func__
+
+    def observing(cls, record):
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
+        if fails:
+            raise RuntimeError("disk gone")
+        return lines_of(cls, record)
+
+    monkeypatch.setattr(HintsWriter, "lines_of", classmethod(observing))
+    label_make(item_make(comment="Fine comment."), hint="Check the key.")
+    dataset = dataset_make("collections", formats=("hints_jsonl",))
+    run = runs.export_run_start(dataset=dataset, trigger=Trigger.COMMAND, enqueue=False)
+    if fails:
+        with pytest.raises(RuntimeError, match="disk gone"):
+            runs.export_run_execute(run_id=run.id)
+    else:
+        runs.export_run_execute(run_id=run.id)
+    assert seen == [(writing.GC_YOUNG_THRESHOLD, True)]
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
