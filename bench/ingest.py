@@ -414,38 +414,59 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]
     return int(status), body, keep_alive
 
 
+class KeepAliveConnection:
+    """One client connection to the local server, opened when needed and kept while the server keeps it."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def exchange(self, raw: bytes) -> tuple[int, bytes, float]:
+        """Send one request and read its answer: (status, body, seconds of the attempt that got the answer)."""
+        reused = self.writer is not None
+        try:
+            return await self._attempt(raw)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            if not reused:
+                raise
+            # The server closed an idle keep-alive connection: retry once, fresh.
+            return await self._attempt(raw)
+
+    async def _attempt(self, raw: bytes) -> tuple[int, bytes, float]:
+        started = time.perf_counter()
+        try:
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+            self.writer.write(raw)
+            status, body, keep_alive = await asyncio.wait_for(read_response(self.reader), REQUEST_TIMEOUT)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.close()
+            raise
+        seconds = time.perf_counter() - started
+        if not keep_alive:
+            self.close()
+        return status, body, seconds
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
 async def send_all(port: int, raws: list[bytes], concurrency: int) -> tuple[list[Answer], float]:
     """Send every request over `concurrency` connections; (answers in order, wall seconds)."""
     answers: list[Answer | None] = [None] * len(raws)
     cursor = iter(range(len(raws)))
 
     async def connection_loop() -> None:
-        reader = writer = None
+        connection = KeepAliveConnection(port)
         try:
             for index in cursor:
-                for attempt in (1, 2):
-                    reused = writer is not None
-                    started = time.perf_counter()
-                    try:
-                        if writer is None:
-                            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                        writer.write(raws[index])
-                        status, body, keep_alive = await asyncio.wait_for(read_response(reader), REQUEST_TIMEOUT)
-                    except (ConnectionError, asyncio.IncompleteReadError):
-                        if writer is not None:
-                            writer.close()
-                        reader = writer = None
-                        if reused and attempt == 1:
-                            continue  # the server closed an idle keep-alive connection: retry once, fresh
-                        raise
-                    answers[index] = Answer(status, time.perf_counter() - started, body)
-                    if not keep_alive:
-                        writer.close()
-                        reader = writer = None
-                    break
+                status, body, seconds = await connection.exchange(raws[index])
+                answers[index] = Answer(status, seconds, body)
         finally:
-            if writer is not None:
-                writer.close()
+            connection.close()
 
     started = time.perf_counter()
     await asyncio.gather(*(connection_loop() for _ in range(concurrency)))

@@ -296,39 +296,18 @@ async def send_for(port: int, *, seconds: float, concurrency: int, make_raw) -> 
     deadline = time.perf_counter() + seconds
 
     async def connection_loop() -> None:
-        reader = writer = None
+        connection = ingest.KeepAliveConnection(port)
         try:
             while time.perf_counter() < deadline:
                 n = next(counter)
-                raw = make_raw(n)
-                for attempt in (1, 2):
-                    reused = writer is not None
-                    try:
-                        if writer is None:
-                            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                        writer.write(raw)
-                        status, body, keep_alive = await asyncio.wait_for(
-                            ingest.read_response(reader), ingest.REQUEST_TIMEOUT
-                        )
-                    except (ConnectionError, asyncio.IncompleteReadError):
-                        if writer is not None:
-                            writer.close()
-                        reader = writer = None
-                        if reused and attempt == 1:
-                            continue  # the server closed an idle keep-alive connection: once more, fresh
-                        raise
-                    result.sent += 1
-                    if status == 202:
-                        result.accepted += 1
-                    elif len(result.refused) < 5:
-                        result.refused.append((status, body[:300]))
-                    if not keep_alive:
-                        writer.close()
-                        reader = writer = None
-                    break
+                status, body, _ = await connection.exchange(make_raw(n))
+                result.sent += 1
+                if status == 202:
+                    result.accepted += 1
+                elif len(result.refused) < 5:
+                    result.refused.append((status, body[:300]))
         finally:
-            if writer is not None:
-                writer.close()
+            connection.close()
 
     started = time.perf_counter()
     await asyncio.gather(*(connection_loop() for _ in range(concurrency)))
