@@ -23,6 +23,7 @@ from labeling.compare.params import version_key
 from labeling.models import Assignment, Category, DoubleReview, Label, SavedComparison
 from labeling.review import services as review_services
 from tests.factories.compare import END, START, planted_data
+from tests.factories.people import admin, reviewer  # noqa: F401 (fixtures: users, not clients)
 from tests.factories import post_signed, rating_event, source_make, user_make
 
 pytestmark = pytest.mark.django_db
@@ -33,16 +34,6 @@ PAGES = ["/", "/compare/", "/search/", "/review/", "/categories/", "/areas/", "/
 # Text that is not an id: a superscript two (str.isdigit() says yes, int() says no), an Arabic-Indic
 # three (int() reads it), 5,000 digits (int() refuses), zero, negative, one past the largest bigint.
 NOT_IDS = ["²", "٣", "1" * 5000, "0", "-1", str(MAX_ID + 1), "1.0"]
-
-
-@pytest.fixture
-def reviewer():
-    return user_make("rita", "reviewer")
-
-
-@pytest.fixture
-def admin():
-    return user_make("ada", "admin")
 
 
 def logged_in(user) -> Client:

@@ -17,6 +17,7 @@ from rollouts.models import (
 )
 from tests.factories import client_for, source_make, user_make
 from tests.factories.rollouts import GIT_LOG, READ_TEST, rollout_make
+from tests.factories.people import admin, reviewer  # noqa: F401 (fixtures: users, not clients)
 
 pytestmark = pytest.mark.django_db
 
@@ -29,16 +30,6 @@ CAT_ENV = {"name": "shell", "arguments": {"command": "cat .env"}, "result": f"GI
 @pytest.fixture
 def source():
     return source_make("agent-backend")[0]
-
-
-@pytest.fixture
-def reviewer():
-    return user_make("rita", "reviewer")
-
-
-@pytest.fixture
-def admin():
-    return user_make("ada", "admin")
 
 
 def test_the_embedding_task_runs_the_checks_on_the_same_batch(source, settings):
