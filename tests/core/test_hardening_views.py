@@ -36,6 +36,13 @@ PAGES = ["/", "/compare/", "/search/", "/review/", "/categories/", "/areas/", "/
 NOT_IDS = ["²", "٣", "1" * 5000, "0", "-1", str(MAX_ID + 1), "1.0"]
 
 
+def thumbs_down_make() -> FeedbackItem:
+    source, _ = source_make()
+    return FeedbackItem.objects.create(
+        source=source, external_id="e1", kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4()
+    )
+
+
 def logged_in(user) -> Client:
     client = Client()
     client.force_login(user)
@@ -115,10 +122,7 @@ def test_the_next_item_of_a_queue_that_is_not_an_id_sends_back_to_the_queues(tex
 
 @pytest.mark.parametrize("text", NOT_IDS)
 def test_an_item_page_with_a_queue_that_is_not_an_id_shows_the_item_without_a_queue(text, reviewer):
-    source, _ = source_make()
-    item = FeedbackItem.objects.create(
-        source=source, external_id="e1", kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4()
-    )
+    item = thumbs_down_make()
     response = logged_in(reviewer).get(f"/items/{item.id}/", {"queue": text})
     assert response.status_code == 200
     assert response.context["queue"] is None
@@ -133,10 +137,7 @@ def test_skipping_an_item_that_is_not_an_id_says_there_is_nothing_to_skip(text, 
 
 @pytest.mark.parametrize("text", NOT_IDS)
 def test_skipping_in_a_queue_that_is_not_an_id_goes_back_to_the_item(text, reviewer):
-    source, _ = source_make()
-    item = FeedbackItem.objects.create(
-        source=source, external_id="e1", kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4()
-    )
+    item = thumbs_down_make()
     response = logged_in(reviewer).post("/review/skip", {"item": str(item.id), "category": text})
     assert response.status_code == 302 and response.url == f"/items/{item.id}/"
 
@@ -455,10 +456,7 @@ def test_once_the_second_reviewer_has_labelled_the_item_search_shows_every_label
 
 
 def test_items_outside_double_review_show_their_labels_to_every_reviewer(reviewer):
-    source, _ = source_make()
-    item = FeedbackItem.objects.create(
-        source=source, external_id="e1", kind="rating", rating=-1, occurred_at=timezone.now(), receipt_id=uuid.uuid4()
-    )
+    item = thumbs_down_make()
     review_services.label_save(item=item, reviewer=user_make("fred", "reviewer"), verdict=Label.Verdict.FAILURE)
     client = logged_in(reviewer)
     assert item.id in search_ids(client, review="failure")

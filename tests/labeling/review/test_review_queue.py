@@ -207,32 +207,39 @@ def test_in_queue_mode_previous_is_the_item_reviewed_before(reviewer, items, cat
     assert context["previous_url"] == f"/items/{items[0].id}/?queue={category.id}"
 
 
+def all_at_once(reviewers, *, act, prepare=lambda user: user) -> dict:
+    """Each reviewer in a thread of its own: `prepare(user)`, then, all released together, `act` on what it
+    prepared; {username: what act returned}. An exception in any thread fails the test."""
+    results: dict = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(reviewers))
+
+    def run(user):
+        try:
+            prepared = prepare(user)
+            start.wait()
+            results[user.username] = act(prepared)
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(user,)) for user in reviewers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    return results
+
+
 @pytest.mark.django_db(transaction=True)
 def test_reviewers_asking_at_the_same_moment_never_get_the_same_item(source):
     category = category_make("Busy")
     for _ in range(12):
         item_make(source, category=category)
     reviewers = [user_make(f"reviewer{n}", "reviewer") for n in range(6)]
-    handed: dict[str, int] = {}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(reviewers))
-
-    def ask(user):
-        try:
-            client = client_for(user)
-            start.wait()
-            handed[user.username] = next_item_id(client, category.id)
-        except BaseException as exc:  # reported below, in the test's thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=ask, args=(user,)) for user in reviewers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    handed = all_at_once(reviewers, prepare=client_for, act=lambda client: next_item_id(client, category.id))
     assert len(handed) == 6 and len(set(handed.values())) == 6
     assert ReviewLock.objects.count() == 6
 
@@ -242,25 +249,9 @@ def test_taking_locks_from_the_same_candidates_at_once_hands_each_item_to_one_re
     category = category_make("Busy")
     item_ids = [item_make(source, category=category).id for _ in range(8)]
     reviewers = [user_make(f"reviewer{n}", "reviewer") for n in range(6)]
-    taken: dict[str, int | None] = {}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(reviewers))
-
-    def take(user):
-        try:
-            start.wait()
-            # Every reviewer saw the same free items a moment ago: the race the lock must settle.
-            taken[user.username] = review_services.review_next_take(reviewer=user, candidates=item_ids)
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=take, args=(user,)) for user in reviewers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    # Every reviewer saw the same free items a moment ago: the race the lock must settle.
+    taken = all_at_once(
+        reviewers, act=lambda user: review_services.review_next_take(reviewer=user, candidates=item_ids)
+    )
     assert None not in taken.values() and len(set(taken.values())) == 6
     assert sorted(ReviewLock.objects.values_list("item_id", flat=True)) == sorted(taken.values())
