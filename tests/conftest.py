@@ -41,6 +41,13 @@ def fresh_custom_patterns():
     custom_patterns.forget()
 
 
+# Shared by the import tests: uploads are kept under DATA_DIR.
+@pytest.fixture
+def data_dir(settings, tmp_path):
+    settings.DATA_DIR = tmp_path / "data"
+    return settings.DATA_DIR
+
+
 # Shared by the export tests.
 @pytest.fixture
 def export_root(settings, tmp_path):

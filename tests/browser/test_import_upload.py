@@ -15,12 +15,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def data_dir(settings, tmp_path):
-    settings.DATA_DIR = tmp_path / "data"
-    return settings.DATA_DIR
-
-
-@pytest.fixture
 def admin_user(transactional_db):
     user = get_user_model().objects.create_user("ada", password="ada-password-123")
     user.groups.add(Group.objects.get_or_create(name="admin")[0])

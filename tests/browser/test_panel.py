@@ -3,7 +3,6 @@
 import re
 import uuid
 
-import numpy as np
 import pytest
 from django.utils import timezone
 
@@ -11,6 +10,7 @@ from feedback.models import FeedbackItem
 from feedback.services import source_create
 from labeling.models import Assignment, Category, Label
 from tests.browser.conftest import log_in
+from tests.factories.review import unit_vector
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -34,18 +34,13 @@ FIELDS = [
 ]
 
 
-def centroid(seed: int) -> bytes:
-    vector = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
-    return (vector / np.linalg.norm(vector)).tobytes()
-
-
 @pytest.fixture
 def queue(transactional_db):
     """A queue of three long reports (one with a reported severity) among ten categories."""
     source, _ = source_create(name="dogfood")
-    current = Category.objects.create(name="Claims the suite passed", status="confirmed", centroid=centroid(0), size=3)
+    current = Category.objects.create(name="Claims the suite passed", status="confirmed", centroid=unit_vector(0).tobytes(), size=3)
     for n in range(1, 10):
-        Category.objects.create(name=f"Another failure {n}", status="proposed", centroid=centroid(n), size=20 - n)
+        Category.objects.create(name=f"Another failure {n}", status="proposed", centroid=unit_vector(n).tobytes(), size=20 - n)
     long_run = [{"role": "user" if n % 2 else "assistant", "content": f"Step {n}: " + "ran the tests " * 40}
                 for n in range(12)]
     items = []

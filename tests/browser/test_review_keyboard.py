@@ -3,7 +3,6 @@
 import re
 import uuid
 
-import numpy as np
 import pytest
 from django.utils import timezone
 
@@ -11,25 +10,21 @@ from feedback.models import FeedbackItem
 from feedback.services import source_create
 from labeling.models import Assignment, Category, Label
 from tests.browser.conftest import log_in
+from tests.factories.review import unit_vector
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 HINT = "Ask which file to change; check the tests before saying so."
 
 
-def centroid(seed: int) -> bytes:
-    vector = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
-    return (vector / np.linalg.norm(vector)).tobytes()
-
-
 @pytest.fixture
 def queue(transactional_db):
     """A category queue of three items (no vectors), beside two other categories."""
     source, _ = source_create(name="product")
-    current = Category.objects.create(name="Edits the wrong file", status="confirmed", centroid=centroid(1), size=3)
+    current = Category.objects.create(name="Edits the wrong file", status="confirmed", centroid=unit_vector(1).tobytes(), size=3)
     # With no item vector the biggest other category is suggestion 2.
-    bigger = Category.objects.create(name="Claims tests pass", status="proposed", centroid=centroid(2), size=40)
-    Category.objects.create(name="Asks too many questions", status="proposed", centroid=centroid(3), size=7)
+    bigger = Category.objects.create(name="Claims tests pass", status="proposed", centroid=unit_vector(2).tobytes(), size=40)
+    Category.objects.create(name="Asks too many questions", status="proposed", centroid=unit_vector(3).tobytes(), size=7)
     items = []
     for n in range(3):
         item = FeedbackItem.objects.create(

@@ -11,13 +11,8 @@ from feedback.imports import services as import_services
 from feedback.models import FeedbackItem, ImportRun, Source
 from tests.factories import client_for, rating_event, user_make
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def data_dir(settings, tmp_path):
-    settings.DATA_DIR = tmp_path / "data"
-    return settings.DATA_DIR
+# Every upload lands in a temporary data folder.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
 
 @pytest.fixture
