@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.apps import apps
 from django.db import transaction
@@ -347,6 +348,16 @@ def _labels_required(ids: list[int], labels: list[tuple]) -> None:
         )
 
 
+def _label_field_undo(field: str, changed: list[tuple[int, Any, datetime]], now: datetime) -> dict:
+    """What puts one field of the changed labels back: (label id, old value, old updated_at) per label."""
+    return {
+        "at": stamp(now),
+        "ids": [row[0] for row in changed],
+        field: [row[1] for row in changed],
+        "updated_at": [stamp(row[2]) for row in changed],
+    }
+
+
 def _apply_tags(action: BulkAction, ids: list[int], params: BulkParams, now: datetime) -> None:
     adding = params.kind == Kind.TAGS_ADD
     labels = _own_labels(ids, action.actor)
@@ -366,12 +377,7 @@ def _apply_tags(action: BulkAction, ids: list[int], params: BulkParams, now: dat
     action.item_count = len(changed)
     names = ", ".join(f"“{tag}”" for tag in params.tags)
     action.summary = f"{'added' if adding else 'removed'} {names} {'on' if adding else 'from'} {_plural(len(changed))}"
-    action.undo = {
-        "at": stamp(now),
-        "ids": [row[0] for row in changed],
-        "tags": [row[1] for row in changed],
-        "updated_at": [stamp(row[2]) for row in changed],
-    }
+    action.undo = _label_field_undo("tags", changed, now)
 
 
 def _apply_split(action: BulkAction, ids: list[int], params: BulkParams, now: datetime) -> None:
@@ -382,12 +388,7 @@ def _apply_split(action: BulkAction, ids: list[int], params: BulkParams, now: da
     action.params = {"split": params.split}
     action.item_count = len(changed)
     action.summary = f"set the intended split “{Label.Split(params.split).label}” on {_plural(len(changed))}"
-    action.undo = {
-        "at": stamp(now),
-        "ids": [row[0] for row in changed],
-        "split": [row[1] for row in changed],
-        "updated_at": [stamp(row[2]) for row in changed],
-    }
+    action.undo = _label_field_undo("split", changed, now)
 
 
 def _apply_pin(action: BulkAction, ids: list[int], params: BulkParams, now: datetime) -> None:
