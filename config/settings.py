@@ -380,7 +380,7 @@ CLUSTER_RUN_STUCK_SECONDS = env_int("CLUSTER_RUN_STUCK_SECONDS", 15 * 60)
 # suit banking77). Feedback whose wording varies more within one failure mode
 # may want coarser ones: bench/cluster_demo.py measures the demo corpus.
 CLUSTER_MERGE_THRESHOLD = env_float("CLUSTER_MERGE_THRESHOLD", 0.045, low=0.001, high=1.0)
-CLUSTER_MERGE_MIN_ITEMS = env_int("CLUSTER_MERGE_MIN_ITEMS", 2000, low=1, high=10_000_000)
+CLUSTER_MERGE_MIN_ITEMS = env_int("CLUSTER_MERGE_MIN_ITEMS", 1000, low=1, high=10_000_000)
 CLUSTER_MIN_CLUSTER_SIZE = env_int("CLUSTER_MIN_CLUSTER_SIZE", 5, low=1, high=10_000)
 
 
