@@ -280,7 +280,7 @@ def cluster_vectors(
             centroids=result.centroids,
             sizes=result.sizes,
             similarity=result.similarity,
-            area_of_cluster=areas_of_clusters(result.labels, broad, reference[neighbours[0]], k, params=params),
+            area_of_cluster=areas_of_clusters(result.labels, broad, neighbour_items, k, params=params),
         )
     report(1.0)
     return result

@@ -1,6 +1,7 @@
 """The export's fast paths give what the plain ones give: the scrub memo, orjson lines, the context read,
 the write-time scrub check and the read-back of each file."""
 
+import gc
 import json
 
 import orjson
@@ -299,8 +300,6 @@ def test_many_rows_at_once_are_checked_as_they_come_and_a_leak_among_them_still_
 @pytestmark_db
 @pytest.mark.parametrize("fails", [False, True])
 def test_garbage_is_collected_less_often_while_writing_and_as_before_after(export_root, monkeypatch, fails):
-    import gc
-
     before = gc.get_threshold()
     seen = []
     lines_of = HintsWriter.lines_of.__func__
