@@ -1,9 +1,7 @@
 """Writing a version's folder: the data files, README.md and manifest.json, each synced to disk,
 then read back as its consumer would; and checking a stored version by writing it again."""
 
-import contextlib
 import functools
-import gc
 import hashlib
 import os
 import shutil
@@ -16,6 +14,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import BooleanField, Value
 
+from core.collector import fewer_collections
 from exports.card import card_text, manifest_build, manifest_bytes
 from exports.files import Writer
 from exports.formats import WRITERS
@@ -139,30 +138,6 @@ def _merge_found(found: dict[str, set[str]], more: dict[str, set[str]]) -> None:
         found.setdefault(name, set()).update(files)
 
 
-# Allocations between two young-generation collections while a folder is written (the default is 700).
-# An export allocates millions of short-lived rows, turns and strings and keeps almost none of them, so
-# the default ran a collection every few rows, and each older-generation pass re-read every object the
-# process had loaded before (Django, the models, pyarrow): about a sixth of a 100,000-item export's CPU.
-GC_YOUNG_THRESHOLD = 50_000
-
-
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Collect garbage less often while writing: what was loaded before is set aside (gc.freeze) and
-    young objects are collected every GC_YOUNG_THRESHOLD allocations; both are restored after."""
-    thresholds = gc.get_threshold()
-    freeze = gc.get_freeze_count() == 0  # a server that froze its own start-up objects keeps them frozen
-    if freeze:
-        gc.freeze()
-    gc.set_threshold(max(thresholds[0], GC_YOUNG_THRESHOLD), *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        if freeze:
-            gc.unfreeze()
-
-
 def write_folder(
     *,
     folder: Path,
@@ -190,7 +165,8 @@ def write_folder(
     for writer in writers:
         writer.sink = sink
     found = sink.found
-    with _fewer_collections():
+    # An export allocates millions of short-lived rows, turns and strings and keeps almost none.
+    with fewer_collections():
         try:
             for records in batches:
                 counts.add(records)

@@ -158,4 +158,4 @@ def item_text(*, item: FeedbackItem, reveal: bool = False) -> ItemText:
 
 
 def item_raw_payload(*, item: FeedbackItem) -> str:
-    return _pretty(item.raw_payload)
+    return _pretty(item.received_payload)

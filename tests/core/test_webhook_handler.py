@@ -66,7 +66,7 @@ def test_a_signed_delivery_is_stored_through_the_webhook_handler_with_the_securi
     assert answer["status"] == 202, answer["body"]
     assert json.loads(answer["body"])["accepted"] == 1
     assert handlers_built == ["webhooks"]
-    assert FeedbackItem.objects.get(external_id="evt_lean").raw_payload == json.loads(body)
+    assert FeedbackItem.objects.get(external_id="evt_lean").received_payload == json.loads(body)
     assert answer["headers"]["x-content-type-options"] == "nosniff"
     assert "set-cookie" not in answer["headers"]
 

@@ -78,7 +78,7 @@ def test_its_rows_are_what_the_webhook_and_the_report_api_would_store():
     load(count=200)
 
     for item in FeedbackItem.objects.filter(kind="rating"):
-        event = RatingEvent.model_validate(item.raw_payload)
+        event = RatingEvent.model_validate(item.received_payload)
         assert event.id == item.external_id
         assert item.comment == (event.comment or "")
         assert item.context == event.context.model_dump(mode="json", exclude_none=True)
@@ -86,7 +86,7 @@ def test_its_rows_are_what_the_webhook_and_the_report_api_would_store():
         assert item.context["output"]
         assert {call["name"] for call in item.context["tool_calls"]} <= TOOLS
     for item in FeedbackItem.objects.filter(kind="report"):
-        report = ReportIn.model_validate(item.raw_payload)
+        report = ReportIn.model_validate(item.received_payload)
         assert (item.title, item.comment, item.expected) == (report.title, report.what_happened, report.expected)
         assert item.severity in FeedbackItem.Severity.values
         assert item.context["transcript"].startswith("user: ")

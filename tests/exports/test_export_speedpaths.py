@@ -7,6 +7,7 @@ import json
 import orjson
 import pytest
 
+from core import collector
 from exports import records, runs, writing
 from exports.encoding import _json_text, json_bytes, json_line, json_text
 from exports.files import JsonlWriter
@@ -319,6 +320,6 @@ def test_garbage_is_collected_less_often_while_writing_and_as_before_after(expor
             runs.export_run_execute(run_id=run.id)
     else:
         runs.export_run_execute(run_id=run.id)
-    assert seen == [(writing.GC_YOUNG_THRESHOLD, True)]
+    assert seen == [(collector.YOUNG_THRESHOLD, True)]
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0

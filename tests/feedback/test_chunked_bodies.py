@@ -56,7 +56,7 @@ def test_a_signed_chunked_webhook_is_read_whole_and_stored():
     response, _ = send_chunked(f"/api/v1/sources/{source.slug}/events", body, signed_headers(secret, body))
     assert response.status_code == 202, response.content
     assert json.loads(response.content)["accepted"] == 1
-    assert FeedbackItem.objects.get().raw_payload == json.loads(body)
+    assert FeedbackItem.objects.get().received_payload == json.loads(body)
 
 
 @pytest.mark.django_db
@@ -148,7 +148,7 @@ def test_gunicorn_reads_a_chunked_signed_webhook_and_a_chunked_report(gunicorn_u
             headers={"content-type": "application/json", "Authorization": f"Bearer {raw_token}"},
         )
         assert report.status_code == 201, report.text
-    assert FeedbackItem.objects.get(external_id=event["id"]).raw_payload == event
+    assert FeedbackItem.objects.get(external_id=event["id"]).received_payload == event
     assert FeedbackItem.objects.filter(kind="report", title=REPORT["title"]).count() == 1
 
 

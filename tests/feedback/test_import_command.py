@@ -47,7 +47,7 @@ def test_it_imports_jsonl_events_into_a_new_import_source(tmp_path):
     assert item.rating == -1
     assert item.model_version == "2.1"
     assert item.context["messages"] == [{"role": "user", "content": "Rename foo to bar in utils.py"}]
-    assert item.raw_payload == events[3]
+    assert item.received_payload == events[3]
     assert item.status == FeedbackItem.Status.RECEIVED
 
 

@@ -104,7 +104,7 @@ def test_langfuse_traces_with_scores_map_to_rating_events(tmp_path):
         "trace_id": "trace-1", "session_id": "session-7", "score_name": "user-feedback", "score_source": "API",
         "tags": ["prod"], "environment": "production",
     }
-    assert down.raw_payload == LANGFUSE_TRACE
+    assert down.received_payload == LANGFUSE_TRACE
     assert FeedbackItem.objects.get(external_id="score-cat").rating == 1
     joined = FeedbackItem.objects.get(external_id="score-2")
     assert joined.rating == 1 and joined.comment == "Exactly right"

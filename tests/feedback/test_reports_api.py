@@ -51,7 +51,7 @@ def test_it_stores_a_report_as_a_feedback_item_of_kind_report(client, token):
     assert item.expected == "Report the failures and fix them."
     assert item.severity == "high" and item.model_version == "2.1"
     assert item.context == {"transcript": "$ pytest\n3 failed, 10 passed"}
-    assert item.raw_payload == report()
+    assert item.received_payload == report()
     token_row.refresh_from_db()
     assert token_row.last_used_at is not None
 
@@ -192,5 +192,5 @@ def test_a_report_at_the_edge_of_the_limits_is_stored(client, token):
     response = post(client, body, raw)
     assert response.status_code == 201, response.content
     item = FeedbackItem.objects.get()
-    assert item.raw_payload == body
+    assert item.received_payload == body
     assert item.occurred_at.isoformat() == "2026-11-30T08:00:00+00:00"

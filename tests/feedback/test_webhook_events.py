@@ -39,8 +39,46 @@ def test_it_stores_a_signed_event_with_its_parsed_fields_and_raw_payload(client,
     assert item.variant == "A" and item.surface == "ide" and item.user_ref == "u_123"
     assert item.context["messages"][0]["content"] == "Rename foo to bar in utils.py"
     assert item.context["tool_calls"][0]["name"] == "edit_file"
-    assert item.raw_payload == event
+    assert item.received_payload == event
     assert item.occurred_at.isoformat() == "2026-11-29T12:00:00+00:00"
+
+
+def test_a_context_stored_as_received_is_kept_once_and_the_received_event_is_whole(client, product):
+    source, secret = product
+    event = rating_event(id="evt_once")
+    assert post_signed(client, source, secret, event).status_code == 202
+    item = FeedbackItem.objects.get(source=source, external_id="evt_once")
+    assert item.context_as_received is True
+    assert "context" not in item.raw_payload
+    assert item.context == event["context"]
+    assert item.received_payload == event
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"messages": [{"role": "user", "content": "Fix it"}], "output": None},  # null dropped when stored
+        {"output": "Done."},  # stored with its empty message list
+    ],
+)
+def test_a_context_stored_differently_from_how_it_came_keeps_the_raw_copy(client, product, context):
+    source, secret = product
+    event = rating_event(id="evt_twice", context=context)
+    assert post_signed(client, source, secret, event).status_code == 202
+    item = FeedbackItem.objects.get(source=source, external_id="evt_twice")
+    assert item.context_as_received is False
+    assert item.context != context
+    assert item.raw_payload == event == item.received_payload
+
+
+def test_an_event_without_a_context_keeps_its_raw_payload_as_sent(client, product):
+    source, secret = product
+    event = rating_event(id="evt_bare")
+    del event["context"]
+    assert post_signed(client, source, secret, event).status_code == 202
+    item = FeedbackItem.objects.get(source=source, external_id="evt_bare")
+    assert item.context_as_received is False
+    assert item.raw_payload == event == item.received_payload
 
 
 def test_a_single_event_takes_its_id_from_the_webhook_id(client, product):

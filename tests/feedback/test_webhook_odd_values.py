@@ -172,7 +172,7 @@ def test_values_at_the_edge_of_each_limit_are_stored_and_the_item_page_shows_the
 
     item = FeedbackItem.objects.get(external_id="edge")
     assert item.occurred_at == datetime(2026, 11, 28, 16, 0, tzinfo=UTC)
-    assert item.raw_payload == event
+    assert item.received_payload == event
     assert item.context["metadata"] == event["context"]["metadata"]
 
     client.force_login(user_make("rita", "reviewer"))
