@@ -96,6 +96,19 @@ def test_the_raw_payload_is_shown_to_admins_only(client, source, reviewer, admin
     assert AuditEvent.objects.filter(item=item, actor=admin_user, action="revealed original").exists()
 
 
+def test_the_raw_payload_shows_a_context_that_is_stored_only_once(client, source, admin_user):
+    item = item_make(
+        source,
+        context={"messages": [{"role": "user", "content": "Bump ctx-marker-7"}]},
+        context_as_received=True,
+        raw_payload={"id": "evt_once", "type": "feedback.rating"},
+    )
+    client.force_login(admin_user)
+    html = client.post(f"/items/{item.id}/reveal").content.decode()
+    raw = html[html.index("Raw payload (admins)") :]
+    assert "evt_once" in raw and "ctx-marker-7" in raw
+
+
 def test_suggestions_start_with_the_current_category_then_the_nearest_centroids(logged_in, source):
     vector = unit_vector(1)
     near = category_make("Near", centroid=(vector + 0.1 * unit_vector(2)) / 1.005)
