@@ -19,7 +19,11 @@ def collect_less_often_from_now() -> None:
     """For a long-running process after start-up: set aside what is loaded (gc.freeze), which lives as
     long as the process, and collect young objects every YOUNG_THRESHOLD allocations."""
     gc.freeze()
-    gc.set_threshold(max(gc.get_threshold()[0], YOUNG_THRESHOLD), *gc.get_threshold()[1:])
+    _collect_young_less_often(gc.get_threshold())
+
+
+def _collect_young_less_often(thresholds: tuple[int, int, int]) -> None:
+    gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
 
 
 @contextlib.contextmanager
@@ -30,7 +34,7 @@ def fewer_collections() -> Iterator[None]:
     freeze = gc.get_freeze_count() == 0  # a server that froze its own start-up objects keeps them frozen
     if freeze:
         gc.freeze()
-    gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
+    _collect_young_less_often(thresholds)
     try:
         yield
     finally:

@@ -231,6 +231,9 @@ class FeedbackItem(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.external_id}"
 
+    # What received_payload reads: name them all in .only() where items are loaded for it.
+    RECEIVED_PAYLOAD_FIELDS = ("raw_payload", "context", "context_as_received")
+
     @property
     def received_payload(self) -> dict:
         """The event as received: raw_payload, with its context back when it is stored only in `context`."""

@@ -252,12 +252,13 @@ def items_insert_new(
     """
     if not items:
         return set()
+    shared = shared or {}
     if connection.vendor == "postgresql":
-        new_rows = _items_insert_returning(items, shared or {})
+        new_rows = _items_insert_returning(items, shared)
     else:
         with transaction.atomic():
             FeedbackItem.objects.bulk_create(
-                [item if isinstance(item, FeedbackItem) else FeedbackItem(**((shared or {}) | item)) for item in items],
+                [item if isinstance(item, FeedbackItem) else FeedbackItem(**(shared | item)) for item in items],
                 ignore_conflicts=True,
                 batch_size=500,
             )

@@ -91,8 +91,8 @@ def settings_for_sources(source_ids: Iterable[int]) -> dict[int, CheckSettings]:
 
 def rollout_context(item: FeedbackItem) -> dict:
     """The context as it was received: the raw payload's, else the stored one (reports, imports)."""
-    raw = item.received_payload if isinstance(item.raw_payload, dict) else {}
-    context = raw.get("context")
+    raw = item.received_payload
+    context = raw.get("context") if isinstance(raw, dict) else None
     if isinstance(context, dict) and (context.get("tool_calls") or context.get("messages")):
         return context
     return item.context if isinstance(item.context, dict) else {}
@@ -141,7 +141,9 @@ def items_check(*, item_ids: Sequence[int], force: bool = False) -> CheckOutcome
     say now); record each item as checked, with its number of calls.
     Idempotent: a second delivery finds nothing left to do.
     """
-    items = FeedbackItem.objects.filter(id__in=list(item_ids)).only("id", "source_id", "context", "raw_payload", "context_as_received")
+    items = FeedbackItem.objects.filter(id__in=list(item_ids)).only(
+        "id", "source_id", *FeedbackItem.RECEIVED_PAYLOAD_FIELDS
+    )
     if not force:
         items = items.exclude(checked_rollout__checks_version=CHECKS_VERSION)
     items = list(items)
@@ -342,7 +344,7 @@ def _sample_calls(*, source: Source, sample: str) -> list[Call]:
     recent = (
         FeedbackItem.objects.filter(source=source, checked_rollout__calls__gt=0)
         .order_by("-id")
-        .only("id", "context", "raw_payload", "context_as_received")[:CUSTOM_SAMPLE_ROLLOUTS]
+        .only("id", *FeedbackItem.RECEIVED_PAYLOAD_FIELDS)[:CUSTOM_SAMPLE_ROLLOUTS]
     )
     for item in recent:
         calls += calls_of(rollout_context(item))
