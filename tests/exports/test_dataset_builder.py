@@ -16,13 +16,7 @@ from exports.schemas import FORMATS
 from exports.writing import version_folder
 from labeling.models import Area, Category
 from tests.factories import client_for, user_make
-from tests.factories.exports import (
-    dataset_make,
-    export,
-    item_make,
-    label_make,
-    source_get,
-)
+from tests.factories.exports import dataset_make, export, item_make, label_make, source_get
 
 pytestmark = pytest.mark.django_db
 

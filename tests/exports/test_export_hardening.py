@@ -23,13 +23,7 @@ from exports.writing import dataset_version_verify
 from feedback.models import FeedbackItem
 from feedback.services import api_token_create
 from labeling.models import Category
-from tests.factories.exports import (
-    dataset_make,
-    export,
-    item_make,
-    label_make,
-    source_get,
-)
+from tests.factories.exports import dataset_make, export, item_make, label_make, source_get
 from tests.factories import client_for, post_signed, rating_event, source_make, user_make
 
 pytestmark = pytest.mark.django_db
