@@ -369,6 +369,33 @@ def test_a_batch_of_valid_events_is_stored_whole(client, product):
     assert FeedbackItem.objects.filter(rating=1).count() == 25
 
 
+def test_an_event_sent_alone_is_stored_as_the_same_event_in_a_batch(client, product):
+    """Odd values (full-width and Arabic-Indic digits, quotes, a backslash, emoji, deep nesting, an integer
+    past 2^53, 1e300) come out the same whichever way the event arrived."""
+    source, secret = product
+    odd = {
+        "comment": "Ｔｅｓｔｓ ｐａｓｓ? no: ٣ failures, ‘quotes’ and a backslash \\ and 'apostrophes'",
+        "context": {
+            "messages": [{"role": "user", "content": "Run the tests; don't skip any 🙂"}],
+            "output": "All ٣ tests pass.",
+            "tool_calls": [{"name": "run", "arguments": {"deep": [[[{"n": 9007199254740993}]]], "f": 1e300}}],
+            "note": None,
+        },
+    }
+    response = post_signed(client, source, secret, rating_event(id="alone", **odd))
+    assert response.status_code == 202, response.content
+    batch = [rating_event(id="in_batch", **odd), rating_event(id="other")]
+    assert post_signed(client, source, secret, {"events": batch}).status_code == 202
+    skip = {"id", "external_id", "receipt_id", "received_at", "status_changed_at"}
+    fields = [f.attname for f in FeedbackItem._meta.concrete_fields if f.attname not in skip]
+    alone, in_batch = (FeedbackItem.objects.values(*fields).get(external_id=e) for e in ("alone", "in_batch"))
+    # The events differ only in their ids, which the raw payloads keep.
+    assert alone["raw_payload"].pop("id") == "alone" and in_batch["raw_payload"].pop("id") == "in_batch"
+    assert alone == in_batch
+    assert alone["comment"] == odd["comment"]
+    assert alone["context"]["tool_calls"][0]["arguments"]["deep"][0][0][0]["n"] == 9007199254740993
+
+
 def test_a_batch_of_1001_events_is_refused_whole(client, product):
     source, secret = product
     events = [rating_event(id=f"evt_{i}") for i in range(1001)]
