@@ -69,6 +69,7 @@ def test_a_reviewer_sees_the_flagged_regression_the_new_category_and_what_the_ra
     assert chart["differences"][0]["url"].startswith(f"/search/?category={cats['Regressed'].id}&")
     assert 'id="compare-data" type="application/json"' in body
     assert "<script>" not in body  # CSP: no inline scripts
+    assert "{#" not in body and "{%" not in body  # no template syntax printed as text
 
 
 def test_the_page_reads_a_fixed_number_of_queries_however_many_categories(client, reviewer, django_assert_max_num_queries):
