@@ -115,19 +115,26 @@ def name_clusters(texts: list[str], labels: np.ndarray, *, max_words: int = 5) -
         # The cluster's expected share of the overall sample, to leave it out of "outside".
         own_in_total = sizes[cluster] * len(everyone) / n
         rest = max(len(everyone) - own_in_total, 1.0)
-        scored = []
-        for phrase, count in inside.items():
-            share = count / size
-            if count < 2 and size > 2:
-                continue
-            outside = max(total.get(phrase, 0) - share * own_in_total, 0.0) / rest
-            lift = math.log((share + 0.01) / (outside + 0.01))
-            if lift <= 0:
-                continue
-            words = phrase.count(" ") + 1
-            scored.append((share * lift * (1 + 3.0 * (words - 1)), -words, phrase))
-        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-        name = next((phrase for _, _, phrase in scored if phrase not in taken), "")
+
+        def ranked(*, marking: bool) -> list[str]:
+            scored = []
+            for phrase, count in inside.items():
+                share = count / size
+                if marking and count < 2 and size > 2:
+                    continue
+                outside = max(total.get(phrase, 0) - share * own_in_total, 0.0) / rest
+                lift = math.log((share + 0.01) / (outside + 0.01))
+                if marking and lift <= 0:
+                    continue
+                words = phrase.count(" ") + 1
+                scored.append((share * (lift if lift > 0 else 0.01) * (1 + 3.0 * (words - 1)), -words, phrase))
+            scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+            return [phrase for _, _, phrase in scored if phrase not in taken]
+
+        # A phrase several of its texts share that marks it out; failing that (a loose cluster whose texts
+        # share nothing, or whose phrases larger siblings took) the best of the rest of what its texts
+        # say, which still names what it holds where "Unnamed group" would not.
+        name = next(iter(ranked(marking=True) or ranked(marking=False)), "")
         taken.add(name)
         names[cluster] = _capitalise(name) if name else f"Unnamed group {cluster + 1}"
     return names

@@ -263,6 +263,23 @@ def test_file_where_a_path_was_masked_names_nothing_but_a_file_a_person_wrote_of
     assert names[1] == "Edited the wrong file"
 
 
+def test_a_loose_cluster_whose_texts_share_no_phrase_is_named_from_its_own_words():
+    # Cluster 1's texts share nothing with each other; what they share with cluster 0 marks cluster 0.
+    texts = ["exchange rate today", "the exchange rate please", "exchange rate for euros"] * 3 + [
+        "your salary",
+        "quality of this stone",
+        "current exchange rate in china",
+    ]
+    labels = np.array([0] * 9 + [1] * 3)
+
+    names = name_clusters(texts, labels)
+
+    assert "exchange rate" in names[0].lower()
+    assert not names[1].startswith("Unnamed")
+    assert any(names[1].lower() in text for text in texts[9:])
+    assert names[1] != names[0]
+
+
 def broad_classes(n_classes=6, per_class=400, *, seed=3):
     """Broad, well-separated classes, each a continuum: items mix a dozen directions of their class in
     random proportions (as paragraphs of one topic mix its themes), so the threshold alone cuts each
