@@ -342,9 +342,19 @@ def _areas_refresh_centroids() -> None:
 
 
 def describe(keywords: list[str]) -> str:
-    if not keywords:
-        return ""
-    return "Signals that mention " + ", ".join(keywords[:5]) + "."
+    """A sentence of up to five keywords, leaving out one whose words the keywords before it already say
+    ("unnecessary clarification" after "asks unnecessary" and "clarification questions")."""
+    said: set[str] = set()
+    kept = []
+    for keyword in keywords:
+        words = set(keyword.split())
+        if words <= said:
+            continue
+        kept.append(keyword)
+        said |= words
+        if len(kept) == 5:
+            break
+    return "Signals that mention " + ", ".join(kept) + "." if kept else ""
 
 
 def write_model_assignments(run, item_ids, plan: _Plan, area_of_item) -> int:

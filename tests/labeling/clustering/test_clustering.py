@@ -14,6 +14,7 @@ from labeling.clustering.algorithm import (
     match_clusters,
 )
 from labeling.clustering.names import describe_clusters, name_clusters
+from labeling.clustering.reconcile import describe
 
 DIM = DIMENSIONS
 
@@ -278,6 +279,17 @@ def test_a_loose_cluster_whose_texts_share_no_phrase_is_named_from_its_own_words
     assert not names[1].startswith("Unnamed")
     assert any(names[1].lower() in text for text in texts[9:])
     assert names[1] != names[0]
+
+
+def test_a_description_names_each_keyword_once():
+    keywords = ["agent asks", "asks unnecessary", "clarification questions", "unnecessary",
+                "unnecessary clarification", "clarification", "asks", "questions", "confirm", "step", "more"]
+
+    assert describe(keywords) == (
+        "Signals that mention agent asks, asks unnecessary, clarification questions, confirm, step."
+    )
+    assert describe(["unnecessary"]) == "Signals that mention unnecessary."
+    assert describe([]) == ""
 
 
 def broad_classes(n_classes=6, per_class=400, *, seed=3):
