@@ -300,17 +300,19 @@ def reconcile_areas(run, result, vectors, texts, item_ids, plan: _Plan, previous
     previous_final = [final[previous_area[i]].id if previous_area.get(i) in final else None for i in item_ids]
     matches = _overlap_matches(groups, previous_final, result.n_areas)
     names = name_clusters(texts, groups) if result.n_areas else {}
+    keywords = describe_clusters(texts, groups) if result.n_areas else {}
     taken = {a.name for a in final.values() if a.is_open}
     area_of_group: dict[int, Area] = {}
     for group in range(result.n_areas):
         if group in matches:
             area = final[matches[group]]
             area.last_run = run
-            area.save(update_fields=["last_run"])
+            area.keywords = keywords.get(group, [])
+            area.save(update_fields=["last_run", "keywords"])
         else:
             name = _unique_name(names.get(group, ""), taken)
             taken.add(name)
-            area = Area.objects.create(name=name, created_by_run=run, last_run=run)
+            area = Area.objects.create(name=name, keywords=keywords.get(group, []), created_by_run=run, last_run=run)
         area_of_group[group] = area
 
     # Categories take their group's area unless a reviewer placed them.

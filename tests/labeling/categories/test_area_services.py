@@ -1,5 +1,6 @@
 """Reviewer decisions on areas: rename, confirm, merge, and moving a category to an area."""
 
+import re
 
 import numpy as np
 import pytest
@@ -333,6 +334,23 @@ def test_a_cluster_run_keeps_a_reviewers_area_name_and_a_category_a_reviewer_mov
     assert first.name == "Files and edits" and first.named_by_reviewer
     assert moved.area == second and moved.area_by_reviewer
     assert set(Assignment.objects.filter(category=moved).values_list("area", flat=True)) == {second.id}
+
+
+def test_a_cluster_run_gives_each_area_the_keywords_of_its_items_and_a_later_run_refreshes_them(centers):
+    source, _ = source_make()
+    add_items(source, centers, 30, seed=1)
+    run_clustering()
+    areas = list(Area.objects.open())
+    assert len(areas) >= 2
+    for area in areas:
+        texts = " ".join(Assignment.objects.filter(area=area).values_list("item__embed_text", flat=True))
+        said = set(re.findall(r"\b\w\w+\b", texts))  # words as the keywords' tokenizer reads them
+        assert area.keywords and all(set(keyword.split()) <= said for keyword in area.keywords), area.keywords
+
+    Area.objects.update(keywords=[])
+    add_items(source, centers, 10, seed=2)
+    run_clustering()
+    assert all(area.keywords for area in Area.objects.open())
 
 
 def test_after_an_area_merge_a_cluster_run_puts_nothing_in_the_merged_area(centers, rita):
