@@ -108,6 +108,23 @@ def test_search_reads_the_scrubbed_text_so_it_cannot_confirm_a_secret(client, re
     assert "jane.doe" not in found.content.decode()
 
 
+def test_a_thumbs_down_without_a_comment_shows_what_it_was_sorted_by_and_a_commented_one_its_comment(client, reviewer):
+    source, _ = source_make()
+    context = {"output": "Done. I kept the behaviour unchanged; mail jane.doe@acme-corp.com if it breaks."}
+    silent = item(source, "silent", comment="", context=context)
+    said = item(source, "said", comment="It claimed the suite passed", context=context)
+    category = Category.objects.create(name="Claims", status="proposed")
+    for signal in (silent, said):
+        Assignment.objects.create(item=signal, category=category, confidence=0.9)
+
+    for url in ("/search/", f"/categories/{category.id}/"):
+        body = client.get(url).content.decode()
+        assert "(no comment)</span>" in body and "I kept the behaviour unchanged" in body, url
+        assert "It claimed the suite passed" in body
+        assert body.count("I kept the behaviour unchanged") == 1  # the commented item shows its comment only
+        assert "jane.doe" not in body and "[EMAIL]" in body
+
+
 def test_search_filters_by_review_and_shows_the_latest_verdict(client, reviewer):
     from labeling.models import Label
 
