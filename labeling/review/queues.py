@@ -253,7 +253,14 @@ def queues_overview() -> list[QueueRow]:
     }
     fixed = [Queue(key=UNASSIGNED, title="Unassigned items"), Queue(key=DOUBLE, title="Double review")]
     rows = [QueueRow(queue=queue, progress=_fixed_progress(queue, moved.get(queue.key, 0))) for queue in fixed]
-    for category in Category.objects.open().only("id", "name", "status", "size"):
+    # Grouped by area (those without one last), the largest categories first within each.
+    categories = (
+        Category.objects.open()
+        .select_related("area")
+        .only("id", "name", "status", "size", "area__id", "area__name")
+        .order_by(F("area__name").asc(nulls_last=True), "area_id", "-size", "id")
+    )
+    for category in categories:
         moved_out = moved.get(str(category.id), 0)
         rows.append(
             QueueRow(

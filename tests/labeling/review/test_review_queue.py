@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from labeling.models import DoubleReview, Label, ReviewLock
+from labeling.models import Area, Category, DoubleReview, Label, ReviewLock
 from labeling.review import services as review_services
 from labeling.review.queues import queue_parse, queue_progress
 from tests.factories import client_for
@@ -181,6 +181,27 @@ def test_the_queue_page_lists_every_queue_with_its_progress(reviewer, second_rev
     assert "Unassigned items" in html and "Double review" in html
     assert f'<option value="{category.id}" selected>Edits the wrong file (1 / 4)</option>' in html
     assert "Archived one" not in html
+
+
+def test_the_queue_page_groups_the_category_queues_by_area_largest_first(reviewer, source):
+    tests_area, files_area = Area.objects.create(name="Tests and verification"), Area.objects.create(name="Files")
+    small = category_make("Skips a test", size=2)
+    big = category_make("Claims the suite passed", size=9)
+    wrong = category_make("Edits the wrong file", size=5)
+    category_make("Not placed yet", size=1)
+    Category.objects.filter(id__in=[small.id, big.id]).update(area=tests_area)
+    Category.objects.filter(id=wrong.id).update(area=files_area)
+
+    html = client_for(reviewer).get("/review/").content.decode()
+
+    table = html[html.index('<table class="queues">'):]
+    order = ["Unassigned items", "Files", "Edits the wrong file", "Tests and verification", "Claims the suite passed",
+             "Skips a test", "No area yet", "Not placed yet"]
+    positions = [table.index(text) for text in order]
+    assert positions == sorted(positions)
+    assert f'<a href="/areas/{files_area.id}/">Files</a>' in table
+    assert '<optgroup label="Tests and verification">' in html and '<optgroup label="No area yet">' in html
+    assert html.index('<optgroup label="Files">') < html.index(f'<option value="{wrong.id}"') < html.index("</optgroup>")
 
 
 def test_the_queue_page_takes_a_bounded_number_of_queries(reviewer, source, django_assert_max_num_queries):
