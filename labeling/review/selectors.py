@@ -19,6 +19,7 @@ from feedback import custom_patterns
 from feedback import selectors as feedback_selectors
 from feedback.models import FeedbackItem
 from feedback.scrubber import scrub
+from feedback.text import embeddable_text
 from labeling.audit import audit_trail
 from labeling.models import (
     Assignment,
@@ -235,4 +236,16 @@ def items_similar(*, item_id: int, k: int = SIMILAR_K, viewer=None) -> list[Simi
 def item_snippet(item: FeedbackItem, *, or_embedded_text: bool = False) -> str:
     """The line lists show for an item (title, else comment), scrubbed."""
     text = item.title or item.comment or (item.embed_text if or_embedded_text else "")
+    return _scrubbed(text)
+
+
+def item_evidence(item: FeedbackItem) -> str:
+    """For an item without a title or comment: the evidence its text is made of (a tool error, the end of the
+    output), scrubbed but not masked, so it reads as the run said it. Empty when the context was not loaded."""
+    if item.title or item.comment or "context" in item.get_deferred_fields():
+        return ""
+    return _scrubbed(embeddable_text(item))
+
+
+def _scrubbed(text: str) -> str:
     return scrub(text[:1000], extra_patterns=custom_patterns.all_sources()).text if text else ""

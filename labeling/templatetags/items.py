@@ -1,6 +1,6 @@
 from django import template
 
-from labeling.review.selectors import item_snippet
+from labeling.review.selectors import item_evidence, item_snippet
 
 register = template.Library()
 
@@ -13,8 +13,6 @@ def snippet(item) -> str:
 
 @register.filter
 def evidence(item) -> str:
-    """For an item that says nothing itself (no title, no comment): the evidence its vector stands for (a tool
-    error, the end of the output), scrubbed. Empty when a list did not load that text, so it costs no query."""
-    if item.title or item.comment or "embed_text" in item.get_deferred_fields():
-        return ""
-    return item_snippet(item, or_embedded_text=True)
+    """For an item that says nothing itself (no title, no comment): the evidence it was sorted by, scrubbed;
+    empty when a list did not load the item's context, so it costs no query."""
+    return item_evidence(item)

@@ -110,7 +110,7 @@ def test_search_reads_the_scrubbed_text_so_it_cannot_confirm_a_secret(client, re
 
 def test_a_thumbs_down_without_a_comment_shows_what_it_was_sorted_by_and_a_commented_one_its_comment(client, reviewer):
     source, _ = source_make()
-    context = {"output": "Done. I kept the behaviour unchanged; mail jane.doe@acme-corp.com if it breaks."}
+    context = {"output": "Done. I kept the behaviour unchanged in src/config.py; mail jane.doe@acme-corp.com if it breaks."}
     silent = item(source, "silent", comment="", context=context)
     said = item(source, "said", comment="It claimed the suite passed", context=context)
     category = Category.objects.create(name="Claims", status="proposed")
@@ -123,6 +123,7 @@ def test_a_thumbs_down_without_a_comment_shows_what_it_was_sorted_by_and_a_comme
         assert "It claimed the suite passed" in body
         assert body.count("I kept the behaviour unchanged") == 1  # the commented item shows its comment only
         assert "jane.doe" not in body and "[EMAIL]" in body
+        assert "unchanged in src/config.py" in body  # as the run said it: scrubbed, not masked
 
 
 def test_search_filters_by_review_and_shows_the_latest_verdict(client, reviewer):
