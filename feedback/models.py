@@ -231,7 +231,7 @@ class FeedbackItem(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.external_id}"
 
-    # What received_payload reads: name them all in .only() where items are loaded for it.
+    # What received_payload and received_context read: name them all in .only() where items are loaded for them.
     RECEIVED_PAYLOAD_FIELDS = ("raw_payload", "context", "context_as_received")
 
     @property
@@ -240,6 +240,13 @@ class FeedbackItem(models.Model):
         if self.context_as_received:
             return {**self.raw_payload, "context": self.context}
         return self.raw_payload
+
+    @property
+    def received_context(self):
+        """The event's context as received, without copying the rest of the event (None when it had none)."""
+        if self.context_as_received:
+            return self.context
+        return self.raw_payload.get("context") if isinstance(self.raw_payload, dict) else None
 
 
 class ImportRun(models.Model):

@@ -91,8 +91,7 @@ def settings_for_sources(source_ids: Iterable[int]) -> dict[int, CheckSettings]:
 
 def rollout_context(item: FeedbackItem) -> dict:
     """The context as it was received: the raw payload's, else the stored one (reports, imports)."""
-    raw = item.received_payload
-    context = raw.get("context") if isinstance(raw, dict) else None
+    context = item.received_context
     if isinstance(context, dict) and (context.get("tool_calls") or context.get("messages")):
         return context
     return item.context if isinstance(item.context, dict) else {}
